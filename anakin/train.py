@@ -1,0 +1,233 @@
+"""Anakin: env stepping, acting and learning in one compiled program over a device mesh.
+
+Per device a batch of envs is vmapped; the rollout is a ``lax.scan`` over ``num_steps``;
+the shared rlcore update averages gradients over the ``data`` mesh axis. The whole step is
+``jax.shard_map``ped over a ``Mesh`` of every device of every process (params replicated,
+env states sharded) and ``updates_per_call`` updates run inside one jitted call.
+(Podracer, Hessel et al. 2021, arXiv 2104.06272.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax.sharding import PartitionSpec as P
+
+from anakin.rollout import EnvCarry, EpisodeSummary, make_rollout_fn, reset_envs
+from envs import registry
+from rlcore import config as rlconfig
+from rlcore import distributed
+from rlcore.checkpoint import Checkpointer, SignalFlag
+from rlcore.learner import make_update_fn
+from rlcore.losses import LossMetrics
+from rlcore.metrics import MetricsLogger, write_config
+from rlcore.networks import make_network
+from rlcore.seeding import Roots
+from rlcore.types import LearnerState
+
+AXIS = distributed.DATA_AXIS
+
+
+@struct.dataclass
+class AnakinState:
+    """Whole train state; ``envs`` leaves are sharded ``[B, ...]`` over the mesh."""
+
+    learner: LearnerState
+    envs: EnvCarry
+
+
+@struct.dataclass
+class UpdateOutput:
+    """Per-update outputs of a call, each leaf ``[K]`` for K updates."""
+
+    loss: LossMetrics
+    episodes: EpisodeSummary
+
+
+class AnakinRun:
+    """The compiled pieces of one Anakin run: init, the K-update call, and the mesh."""
+
+    def __init__(self, config, mesh=None):
+        self.config = config
+        self.mesh = distributed.data_mesh() if mesh is None else mesh
+        self.num_devices = self.mesh.devices.size
+        self.derived = rlconfig.derive(config, self.num_devices)
+        self.env = registry.make_jax_env(config.env_id)
+        self.network = make_network(config.network, self.env.spec)
+        self.optimizer = rlconfig.optimizer(config, self.derived)
+        self.roots = Roots.from_seed(config.seed)
+        self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
+                                       config.debug.nan_at_update)
+        self.update = make_update_fn(
+            config.algorithm, self.network.apply, self.optimizer,
+            num_epochs=config.num_epochs, num_minibatches=config.num_minibatches,
+            axis_name=AXIS, hparams=rlconfig.loss_hparams(config),
+            unroll=rlconfig.unroll(config),
+        )
+        self.state_spec = AnakinState(learner=P(), envs=P(AXIS))
+        self._call = None
+
+    def _env_ids(self):
+        """Global indices of this device's envs ``[B_local]`` (inside shard_map)."""
+        n = self.derived.envs_per_shard
+        return jax.lax.axis_index(AXIS) * n + jnp.arange(n)
+
+    def init_state(self) -> AnakinState:
+        """Fresh params, optimizer state and envs reset from keys of their global index."""
+        obs_dtype = jnp.dtype(self.env.spec.obs_dtype)
+        dummy = jnp.zeros((1,) + tuple(self.env.spec.obs_shape), obs_dtype)
+
+        @functools.partial(jax.jit, out_shardings=distributed.replicated(self.mesh))
+        def init_learner():
+            params = self.network.init(self.roots.init, dummy)
+            return LearnerState(params=params, opt_state=self.optimizer.init(params),
+                                update=jnp.int32(0))
+
+        init_envs = jax.jit(jax.shard_map(
+            lambda: reset_envs(self.env, self.roots.env, self._env_ids()),
+            mesh=self.mesh, in_specs=(), out_specs=P(AXIS),
+        ))
+        return AnakinState(learner=init_learner(), envs=init_envs())
+
+    def _device_call(self, state: AnakinState, num_active):
+        """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
+        (so a run whose length is not a multiple of the call size compiles once)."""
+        roots = (self.roots.action, self.roots.env)
+        env_ids = self._env_ids()
+
+        def one_update(state: AnakinState):
+            u = state.learner.update
+            envs, traj, episodes = self.rollout(state.learner.params, state.envs, roots,
+                                                env_ids, u)
+            learner, loss = self.update(state.learner, traj,
+                                        jax.random.fold_in(self.roots.update, u))
+            episodes = jax.lax.psum(episodes, AXIS)
+            return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes)
+
+        out_shape = jax.eval_shape(one_update, state)[1]
+
+        def slot(state: AnakinState, i):
+            def skip(state):
+                return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)
+
+            return jax.lax.cond(i < num_active, one_update, skip, state)
+
+        return jax.lax.scan(slot, state, jnp.arange(self.config.updates_per_call))
+
+    def call(self, state: AnakinState, num_active: int):
+        """Runs ``num_active <= updates_per_call`` updates in one jitted call.
+
+        Returns ``(state, UpdateOutput)`` with leaves ``[updates_per_call]``; rows past
+        ``num_active`` are zeros.
+        """
+        if self._call is None:
+            fn = jax.shard_map(self._device_call, mesh=self.mesh,
+                               in_specs=(self.state_spec, P()),
+                               out_specs=(self.state_spec, P()))
+            self._call = jax.jit(fn, donate_argnums=0)
+        return self._call(state, jnp.int32(num_active))
+
+
+def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
+    """Sizes of successive calls from update ``start`` to ``total``."""
+    sizes, u = [], start
+    while u < total:
+        sizes.append(min(per_call, total - u))
+        u += sizes[-1]
+    return sizes
+
+
+def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
+    """Runs Anakin training; writes the run directory; returns the logged rows.
+
+    Resumes from the latest checkpoint in ``workdir`` when there is one. Raises
+    ``SystemExit(130/143)`` after a SIGINT/SIGTERM, once a checkpoint is written.
+    """
+    run = AnakinRun(config, mesh)
+    total = run.derived.num_updates
+    main = distributed.is_main_process()
+    if workdir and main:
+        write_config(workdir, config)
+    ckpt = Checkpointer(workdir) if workdir else None
+    state = run.init_state()
+    if ckpt is not None and ckpt.latest_step() is not None:
+        state = ckpt.restore(state)
+        print(f"resumed from update {ckpt.latest_step()}", file=sys.stderr)
+    logger = MetricsLogger(workdir, total, write=main)
+    window: list[dict] = []
+    start = int(distributed.to_host(state.learner.update))
+    t0 = time.perf_counter()
+    try:
+        with SignalFlag() as flag:
+            for k in _call_sizes(start, total, config.updates_per_call):
+                t_call = time.perf_counter()
+                state, out = run.call(state, k)
+                out = distributed.to_host(out)
+                call_s = time.perf_counter() - t_call
+                if t0 is not None:
+                    print(f"first call ({k} updates, incl. compile) done after "
+                          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+                    t0 = None
+                for i in range(k):
+                    u = start + i + 1
+                    window.append(_record(logger, out, i, u))
+                    if u % config.log_every == 0 or u == total:
+                        _log(logger, window, u, run.derived, call_s / k)
+                start += k
+                _maybe_checkpoint(ckpt, config, state, start, total)
+                if flag.exit_code is not None:
+                    if ckpt is not None:
+                        ckpt.save(start, state)
+                    raise SystemExit(flag.exit_code)
+    finally:
+        logger.close()
+        if ckpt is not None:
+            ckpt.close()
+    return logger.history
+
+
+def _record(logger: MetricsLogger, out: UpdateOutput, i: int, update: int) -> dict:
+    """Adds update ``i`` of a call's outputs to the episode sums; returns its loss scalars."""
+    loss = {f.name: float(getattr(out.loss, f.name)[i]) for f in dataclasses.fields(out.loss)}
+    if not np.isfinite(loss["total"]):
+        raise FloatingPointError(f"non-finite loss ({loss['total']}) in update {update}")
+    ep = out.episodes
+    logger.episodes.add(ep.return_sum[i], ep.length_sum[i], ep.count[i])
+    return loss
+
+
+def _log(logger, window, update, derived, call_s_per_update) -> None:
+    """Writes one log line with the mean losses of the updates since the last one."""
+    scalars = {f"loss/{k}": float(np.mean([w[k] for w in window])) for k in window[0]}
+    scalars["time/update_s"] = call_s_per_update
+    window.clear()
+    logger.log(update, update * derived.steps_per_update, scalars)
+
+
+def _maybe_checkpoint(ckpt, config, state, update, total) -> None:
+    if ckpt is None:
+        return
+    every = config.checkpoint_every
+    if update == total or (every > 0 and update % every == 0):
+        ckpt.save(update, state)
+
+
+def prepare(config) -> None:
+    """Checks every Anakin field (before anything compiles) and joins the runtime.
+
+    Raises:
+      ConfigError: ``"field: what is wrong"``.
+    """
+    rlconfig.validate_distributed(config)
+    distributed.initialize(config)
+    rlconfig.validate_common(config, jax.device_count(), registry.check_jax_env_id)
+    if not (isinstance(config.updates_per_call, int) and config.updates_per_call > 0):
+        raise rlconfig.ConfigError(
+            f"updates_per_call: must be a positive integer, got {config.updates_per_call!r}")

@@ -1,0 +1,61 @@
+"""Fields every config has, with typed defaults; other configs import and override them.
+
+Every field can be overridden from the command line, e.g. ``--config.total_env_steps=1000000``
+or ``--config.learner_device_ids=1,2,3`` (tuples, not lists).
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.seed = 0                      # every key and env seed derives from this
+    c.env_id = "CartPole-v1"        # gymnax / own id (Anakin) or EnvPool id (Sebulba)
+    c.algorithm = "ppo"             # ppo | impala
+    c.network = "mlp"               # mlp | nature_cnn | impala_resnet
+    c.total_env_steps = 500_000     # budget over all envs of all processes
+    c.num_envs = 4                  # envs in all, over all processes, threads and devices
+    c.num_steps = 128               # rollout length T
+    c.learning_rate = 2.5e-4
+    c.anneal_lr = True              # decay linearly to 0 over the run
+    c.optimizer = "adam"            # adam | rmsprop (torch definition)
+    c.adam_eps = 1e-5
+    c.rmsprop_decay = 0.99
+    c.rmsprop_eps = 0.01
+    c.max_grad_norm = 0.5           # global-norm gradient clip; 0 disables
+    c.num_epochs = 4
+    c.num_minibatches = 4           # split the env axis; time stays whole
+    c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled
+    # Losses.
+    c.gamma = 0.99
+    c.gae_lambda = 0.95             # PPO
+    c.clip_eps = 0.2                # PPO ratio clip
+    c.clip_vloss = False            # PPO value clipping
+    c.norm_adv = True               # PPO per-minibatch advantage normalisation
+    c.vf_coef = 0.5
+    c.ent_coef = 0.01
+    c.vtrace_lambda = 1.0           # IMPALA
+    c.clip_rho = 1.0                # IMPALA
+    c.clip_pg_rho = 1.0             # IMPALA
+    # Logging and checkpoints (in updates).
+    c.log_every = 10
+    c.checkpoint_every = 0          # 0: only at the end and on signals
+    # Anakin.
+    c.updates_per_call = 10         # updates per compiled call (no Python per update)
+    # Sebulba.
+    c.actor_device_ids = (0,)       # local device indices
+    c.learner_device_ids = (0,)
+    c.num_actor_threads = 1         # per actor device, each with its own EnvPool
+    c.env_threads = 0               # EnvPool worker threads per pool; 0 = EnvPool default
+    c.pipeline = "cleanba"          # sync | cleanba | async
+    c.queue_timeout_s = 300.0       # longest wait on a rollout or params hand-off
+    # Multi-process (jax.distributed); num_processes 1 = single process.
+    c.coordinator_address = ""      # host:port of process 0
+    c.num_processes = 1
+    c.process_id = 0
+    # Test knobs, off by default.
+    c.debug = ml_collections.ConfigDict()
+    c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
+    c.debug.fail_actor_at_update = -1  # raise inside an actor thread at this update
+    c.debug.nan_at_update = -1      # poison rewards at this update
+    return c

@@ -1,0 +1,28 @@
+"""Anakin IMPALA (V-trace) on gymnax CartPole-v1."""
+
+from configs import base
+
+
+def get_config():
+    c = base.get_config()
+    c.env_id = "CartPole-v1"       # gymnax, jittable
+    c.algorithm = "impala"
+    c.network = "mlp"
+    c.total_env_steps = 1_000_000
+    c.num_envs = 16
+    c.num_steps = 32               # rollout length T (V-trace keeps time whole)
+    c.optimizer = "adam"
+    c.learning_rate = 1e-3
+    c.anneal_lr = True
+    c.max_grad_norm = 0.5
+    c.num_epochs = 1               # IMPALA: one pass over each rollout
+    c.num_minibatches = 1
+    c.gamma = 0.99
+    c.vtrace_lambda = 1.0
+    c.clip_rho = 1.0
+    c.clip_pg_rho = 1.0
+    c.ent_coef = 0.01
+    c.vf_coef = 0.5
+    c.log_every = 100
+    c.updates_per_call = 100
+    return c

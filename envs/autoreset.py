@@ -1,0 +1,171 @@
+"""Same-step auto-reset and episode statistics, shared by every env adapter.
+
+Both kinds of env (``JaxEnv`` for Anakin, ``HostEnv`` for Sebulba) follow one rule: the step
+that ends an episode (``terminated | truncated``) returns that step's reward and flags, but the
+observation is already the first observation of the next episode, and the env state has been
+reset. There is never a separate "reset step".
+
+``update_episode_stats`` is written once over an array module (``jax.numpy`` or ``numpy``) so
+that both kinds keep their statistics with the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.base import EpisodeStats, JaxEnvState, TimeStep
+from rlcore.types import EnvSpec
+
+
+def initial_episode_stats(shape: tuple[int, ...] = (), xp: Any = jnp) -> EpisodeStats:
+    """Zero statistics.
+
+    Args:
+      shape: batch shape, ``()`` for one env or ``(num_envs,)`` for a host batch.
+      xp: array module, ``jax.numpy`` or ``numpy``.
+
+    Returns:
+      EpisodeStats with float32 returns and int32 lengths of shape ``shape``, all zero.
+    """
+    return EpisodeStats(
+        running_return=xp.zeros(shape, xp.float32),
+        running_length=xp.zeros(shape, xp.int32),
+        completed_return=xp.zeros(shape, xp.float32),
+        completed_length=xp.zeros(shape, xp.int32),
+    )
+
+
+def update_episode_stats(
+    stats: EpisodeStats, reward: Any, done: Any, xp: Any = jnp
+) -> EpisodeStats:
+    """Adds one step to the running statistics; closes the episode where ``done``.
+
+    Where ``done`` the step's reward and length count towards the finished episode, whose
+    return and length become ``completed_*``; the running values restart at zero. Elsewhere
+    ``completed_*`` keep their previous values.
+
+    Args:
+      stats: EpisodeStats with leaves of batch shape ``[...]``.
+      reward: ``[...]`` float32 reward of this step (the unclipped one where there is one).
+      done: ``[...]`` bool, ``terminated | truncated`` of this step.
+      xp: array module, ``jax.numpy`` or ``numpy``.
+
+    Returns:
+      The updated EpisodeStats, same shapes and dtypes.
+    """
+    episode_return = (stats.running_return + reward).astype(xp.float32)
+    episode_length = (stats.running_length + 1).astype(xp.int32)
+    return EpisodeStats(
+        running_return=xp.where(done, xp.float32(0.0), episode_return).astype(xp.float32),
+        running_length=xp.where(done, xp.int32(0), episode_length).astype(xp.int32),
+        completed_return=xp.where(done, episode_return, stats.completed_return).astype(xp.float32),
+        completed_length=xp.where(done, episode_length, stats.completed_length).astype(xp.int32),
+    )
+
+
+def select_tree(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """Leafwise ``pred ? on_true : on_false`` keeping ``on_false``'s dtypes.
+
+    Args:
+      pred: ``[]`` bool (one env; ``vmap`` for a batch).
+      on_true: pytree, e.g. the freshly reset state.
+      on_false: pytree of the same structure, e.g. the stepped state.
+
+    Returns:
+      A pytree like ``on_false``.
+    """
+    return jax.tree.map(
+        lambda t, f: jnp.where(pred, t, f).astype(jnp.asarray(f).dtype), on_true, on_false
+    )
+
+
+def strong_typed(tree: Any) -> Any:
+    """Turns every leaf into an array of its canonical dtype, without weak typing.
+
+    Python scalars in an env state (e.g. ``time=0``) would otherwise be weakly typed, and a
+    ``lax.scan`` carrying the state would see different types before and after a step.
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
+
+
+class AutoResetJaxEnv(abc.ABC):
+    """A JaxEnv built from an inner reset and an inner step (no auto-reset of their own).
+
+    Subclasses implement ``_reset_inner`` and ``_step_inner``; this class adds the same-step
+    auto-reset, the dtype contract (obs float32, reward float32, flags bool) and the episode
+    statistics. One env; ``vmap`` ``reset``/``step`` for a batch.
+    """
+
+    spec: EnvSpec
+
+    @abc.abstractmethod
+    def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
+        """Returns ``(obs [*obs_shape], inner_state)`` of a new episode."""
+
+    @abc.abstractmethod
+    def _step_inner(
+        self, inner: Any, action: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array]:
+        """Returns ``(obs, inner_state, reward, terminated, truncated)`` without resetting.
+
+        ``terminated`` and ``truncated`` must not both be true.
+        """
+
+    def reset(self, key: jax.Array) -> tuple[JaxEnvState, TimeStep]:
+        """Starts an episode.
+
+        Args:
+          key: PRNG key.
+
+        Returns:
+          ``(state, TimeStep)``: obs ``[*obs_shape]`` float32, reward ``0.0`` float32,
+          terminated and truncated ``False``.
+        """
+        obs, inner = self._reset_inner(key)
+        state = JaxEnvState(inner=strong_typed(inner), stats=initial_episode_stats())
+        timestep = TimeStep(
+            obs=jnp.asarray(obs, jnp.float32),
+            reward=jnp.zeros((), jnp.float32),
+            terminated=jnp.zeros((), jnp.bool_),
+            truncated=jnp.zeros((), jnp.bool_),
+        )
+        return state, timestep
+
+    def step(
+        self, state: JaxEnvState, action: jax.Array, key: jax.Array
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """Steps once and, if the episode ended, resets in the same step.
+
+        Args:
+          state: JaxEnvState of one env.
+          action: ``[]`` int action.
+          key: PRNG key, split into one key for the step and one for the reset.
+
+        Returns:
+          ``(state, TimeStep)``: obs ``[*obs_shape]`` float32 (the next episode's first obs
+          where ``terminated | truncated``), reward ``[]`` float32, flags ``[]`` bool.
+        """
+        key_step, key_reset = jax.random.split(key)
+        obs_st, inner_st, reward, terminated, truncated = self._step_inner(
+            state.inner, action, key_step
+        )
+        obs_re, inner_re = self._reset_inner(key_reset)
+        reward = jnp.asarray(reward, jnp.float32)
+        terminated = jnp.asarray(terminated, jnp.bool_)
+        truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
+        done = terminated | truncated
+        inner = select_tree(done, inner_re, inner_st)
+        obs = jnp.where(done, jnp.asarray(obs_re, jnp.float32), jnp.asarray(obs_st, jnp.float32))
+        stats = update_episode_stats(state.stats, reward, done)
+        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        return JaxEnvState(inner=inner, stats=stats), timestep
+
+
+def host_initial_stats(num_envs: int) -> EpisodeStats:
+    """Zero numpy statistics for a host batch of ``num_envs`` envs (leaves ``[num_envs]``)."""
+    return initial_episode_stats((num_envs,), xp=np)

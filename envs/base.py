@@ -1,0 +1,96 @@
+"""Env adapter contracts shared by both architectures.
+
+``TimeStep`` is the one step record for both kinds of env:
+
+- ``JaxEnv`` (Anakin): pure, jittable, one env; ``vmap`` it for a batch. Auto-resets in the
+  step that ends an episode (the returned obs is then the first obs of the next episode) and
+  keeps episode statistics in its state.
+- ``HostEnv`` (Sebulba): a batch of envs stepped on host CPU threads, numpy in and out, with
+  the same auto-reset semantics and episode statistics kept on the host.
+
+Terminated and truncated are kept apart everywhere: a truncated step is not a terminal state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from flax import struct
+
+from rlcore.types import EnvSpec
+
+
+@struct.dataclass
+class TimeStep:
+    """What one env step returns (leading batch axis when batched).
+
+    Attributes:
+      obs: ``[*obs_shape]`` observation after the step (after auto-reset if the episode ended).
+      reward: ``[]`` float32 reward of the step.
+      terminated: ``[]`` bool, the episode reached a terminal state.
+      truncated: ``[]`` bool, the episode was cut by a time limit (and did not terminate).
+    """
+
+    obs: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+
+
+@struct.dataclass
+class EpisodeStats:
+    """Running and last-completed episode statistics of one env (batch axis when batched).
+
+    Attributes:
+      running_return: ``[]`` float32 undiscounted return of the current episode so far.
+      running_length: ``[]`` int32 steps of the current episode so far.
+      completed_return: ``[]`` float32 return of the most recently completed episode;
+        read it where the last TimeStep has ``terminated | truncated``.
+      completed_length: ``[]`` int32 length of that episode.
+    """
+
+    running_return: Any
+    running_length: Any
+    completed_return: Any
+    completed_length: Any
+
+
+@struct.dataclass
+class JaxEnvState:
+    """State of a JaxEnv: the wrapped env's state plus episode statistics."""
+
+    inner: Any
+    stats: EpisodeStats
+
+
+class JaxEnv(Protocol):
+    """A jittable single env (vmap for a batch)."""
+
+    spec: EnvSpec
+
+    def reset(self, key: jax.Array) -> tuple[JaxEnvState, TimeStep]:
+        """Starts an episode. Returns (state, TimeStep with reward 0, flags False)."""
+
+    def step(
+        self, state: JaxEnvState, action: jax.Array, key: jax.Array
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """Steps once; auto-resets (with ``key``) when the episode ends."""
+
+
+class HostEnv(Protocol):
+    """A batch of host-side envs with numpy inputs and outputs."""
+
+    spec: EnvSpec
+    num_envs: int
+    stats: EpisodeStats  # numpy arrays [num_envs], updated by every step
+
+    def reset(self) -> TimeStep:
+        """Resets every env. Returns a TimeStep of arrays with leading axis num_envs."""
+
+    def step(self, actions: np.ndarray) -> TimeStep:
+        """Steps every env with ``actions`` ``[num_envs]`` int; auto-resets ended envs."""
+
+    def close(self) -> None:
+        """Releases the env threads."""

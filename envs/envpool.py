@@ -1,0 +1,192 @@
+"""HostEnv adapter over one synchronous EnvPool instance (Sebulba's actor envs).
+
+Seeding: the pool is made with ``seed = seed + first_env_index``; EnvPool gives its env ``i``
+the seed ``pool seed + i``, so env ``i`` of this pool gets ``seed + first_env_index + i``: the
+seed of an env depends only on its *global* index. Pools covering disjoint index ranges
+(``first_env_index`` = the global index of their env 0) never share a seed, and the envs a run
+sees do not depend on how they are split over actor threads, devices and processes.
+
+Synchronous: ``batch_size == num_envs``, so every ``step`` returns all envs, in env-id order.
+
+Auto-reset (same step, as the JaxEnv): after ``step`` the envs that ended
+(``terminated | truncated``) are reset at once with ``reset(env_ids)`` and their rows of the
+returned obs replaced by the first obs of the next episode. EnvPool's own delayed auto-reset,
+which would spend the next ``step`` on a reset, is therefore never triggered.
+
+Truncation: ``truncated = (envpool's truncated | elapsed_step >= max_episode_steps) &
+~terminated`` with ``max_episode_steps`` read from the pool's config (500 for CartPole-v1 and
+Acrobot-v1, 27000 agent steps for Atari).
+
+Atari ``-v5`` defaults follow the Cleanba paper (``ATARI_DEFAULTS``; any can be overridden).
+Rewards are clipped to {-1, 0, 1} for training (``reward_clip=True``), but the episode
+statistics sum EnvPool's ``info["reward"]``, the unclipped game score.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import envpool as _envpool
+import numpy as np
+from envpool.registration import registry as _envpool_registry
+
+from envs.autoreset import host_initial_stats, update_episode_stats
+from envs.base import EpisodeStats, TimeStep
+from rlcore.types import EnvSpec
+
+ATARI_DEFAULTS: dict[str, Any] = dict(
+    episodic_life=False,
+    repeat_action_probability=0.25,
+    noop_max=1,
+    full_action_space=True,
+    max_episode_steps=27000,
+    reward_clip=True,
+    img_height=84,
+    img_width=84,
+    gray_scale=True,
+    stack_num=4,
+)
+
+CLASSIC_CONTROL_IDS = ("CartPole-v1", "Acrobot-v1")
+
+
+def is_atari(env_id: str) -> bool:
+    """Whether ``env_id`` is one of EnvPool's Atari ids (``Breakout-v5``, ...)."""
+    spec = _envpool_registry.specs.get(env_id)
+    return spec is not None and spec[0] == "envpool.atari"
+
+
+def host_env_ids() -> list[str]:
+    """EnvPool ids this adapter accepts: Atari ``-v5`` and the discrete classic-control ids."""
+    all_ids = _envpool.list_all_envs()
+    atari = [i for i in all_ids if i.endswith("-v5") and is_atari(i)]
+    return [i for i in CLASSIC_CONTROL_IDS if i in all_ids] + atari
+
+
+def _by_env_id(rows: np.ndarray, env_id: np.ndarray, num_envs: int) -> np.ndarray:
+    """Reorders a batch ``[k, ...]`` returned for ``env_id`` ``[k]`` into id order."""
+    if np.array_equal(env_id, np.arange(num_envs)):
+        return rows
+    out = np.empty((num_envs, *rows.shape[1:]), rows.dtype)
+    out[env_id] = rows
+    return out
+
+
+class EnvPoolEnv:
+    """A synchronous batch of ``num_envs`` EnvPool envs behind the HostEnv protocol.
+
+    Args:
+      env_id: an id of ``host_env_ids()``, e.g. ``"CartPole-v1"`` or ``"Breakout-v5"``.
+      num_envs: envs in this pool.
+      seed: run seed; env ``i`` gets EnvPool seed ``seed + first_env_index + i``.
+      first_env_index: global index of this pool's env 0.
+      num_threads: EnvPool worker threads (0: EnvPool's default).
+      **overrides: EnvPool options, replacing the Atari defaults, e.g. ``max_episode_steps``.
+
+    Attributes:
+      spec: EnvSpec, e.g. ``(4,)`` float32 for CartPole-v1, ``(4, 84, 84)`` uint8 and 18
+        actions for Atari.
+      num_envs: envs in this pool.
+      stats: EpisodeStats of numpy arrays ``[num_envs]``, updated by every ``step``.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        *,
+        seed: int,
+        first_env_index: int = 0,
+        num_threads: int = 0,
+        **overrides: Any,
+    ):
+        self._atari = is_atari(env_id)
+        options = {**(ATARI_DEFAULTS if self._atari else {}), **overrides}
+        with warnings.catch_warnings():
+            # gymnasium warns that EnvPool's float64 Box bounds are cast to float32.
+            warnings.filterwarnings("ignore", message=".*precision lowered.*")
+            self._env = _envpool.make(
+                env_id,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                batch_size=num_envs,
+                seed=int(seed) + int(first_env_index),
+                num_threads=num_threads,
+                **options,
+            )
+            obs_space = self._env.observation_space
+        self.env_id = env_id
+        self.num_envs = num_envs
+        self.first_env_index = first_env_index
+        self.max_episode_steps = int(self._env.spec.config.max_episode_steps)
+        self.spec = EnvSpec(
+            obs_shape=tuple(obs_space.shape),
+            obs_dtype=np.dtype(obs_space.dtype).name,
+            num_actions=int(self._env.action_space.n),
+        )
+        self.stats: EpisodeStats = host_initial_stats(num_envs)
+
+    def reset(self) -> TimeStep:
+        """Resets every env and the running episode statistics.
+
+        Returns:
+          TimeStep: obs ``[num_envs, *obs_shape]``, reward ``[num_envs]`` float32 zeros,
+          terminated and truncated ``[num_envs]`` bool False.
+        """
+        obs, info = self._env.reset()
+        obs = _by_env_id(obs, np.asarray(info["env_id"]), self.num_envs)
+        completed = (self.stats.completed_return, self.stats.completed_length)
+        self.stats = host_initial_stats(self.num_envs).replace(
+            completed_return=completed[0], completed_length=completed[1]
+        )
+        false = np.zeros(self.num_envs, bool)
+        return TimeStep(
+            obs=obs,
+            reward=np.zeros(self.num_envs, np.float32),
+            terminated=false,
+            truncated=false.copy(),
+        )
+
+    def step(self, actions: np.ndarray) -> TimeStep:
+        """Steps every env; ended envs are reset in the same step.
+
+        Args:
+          actions: ``[num_envs]`` int actions.
+
+        Returns:
+          TimeStep: obs ``[num_envs, *obs_shape]`` (the next episode's first obs where the
+          episode ended), reward ``[num_envs]`` float32 (clipped on Atari by default),
+          terminated and truncated ``[num_envs]`` bool, never both true.
+        """
+        actions = np.asarray(actions, np.int32)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"actions: expected shape {(self.num_envs,)}, got {actions.shape}")
+        obs, reward, terminated, truncated, info = self._env.step(actions)
+        env_id = np.asarray(info["env_id"])
+        order = lambda x: _by_env_id(np.asarray(x), env_id, self.num_envs)
+        obs = order(obs)
+        reward = order(reward).astype(np.float32)
+        terminated = order(terminated).astype(bool)
+        elapsed = order(info["elapsed_step"])
+        truncated = order(truncated).astype(bool) | (elapsed >= self.max_episode_steps)
+        truncated &= ~terminated
+        done = terminated | truncated
+        score = order(info["reward"]).astype(np.float32) if "reward" in info else reward
+        self.stats = update_episode_stats(self.stats, score, done, xp=np)
+        if done.any():
+            obs = self._reset_rows(obs, np.flatnonzero(done).astype(np.int32))
+        return TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+
+    def _reset_rows(self, obs: np.ndarray, done_ids: np.ndarray) -> np.ndarray:
+        """Resets envs ``done_ids`` ``[k]``; returns ``obs`` with their rows replaced."""
+        reset_obs, reset_info = self._env.reset(done_ids)
+        obs = np.array(obs)  # EnvPool's buffer may be read-only
+        obs[np.asarray(reset_info["env_id"])] = reset_obs
+        return obs
+
+    def close(self) -> None:
+        """Releases the EnvPool threads; the adapter cannot be used afterwards."""
+        env, self._env = getattr(self, "_env", None), None
+        if env is not None:
+            env.close()

@@ -1,0 +1,102 @@
+"""JaxEnv adapter over any discrete-action gymnax env (CartPole-v1, Breakout-MinAtar, ...).
+
+Truncation and termination (gymnax >= 1.0, checked at construction): ``step_env`` returns the
+env's *natural* termination only (``is_terminated``: pole fell, ball lost, ...); the time limit
+is ``is_truncated(state) = state.time >= params.max_steps_in_episode``, evaluated on the stepped
+state. We call ``step_env`` and ``reset_env`` (not ``step``, which auto-resets with its own key
+split) and set::
+
+    terminated = step_env's done
+    truncated  = is_truncated(stepped state) & ~terminated
+
+so a step that both reaches the limit and terminates counts as terminated. (Before gymnax 1.0,
+``step_env``'s done included the time limit; that version is refused rather than mislabelled.)
+The auto-reset and episode statistics come from ``envs.autoreset.AutoResetJaxEnv``.
+
+Not reproduced: DeepSea-bsuite's own ``step`` carries bsuite's cumulative regret metrics across
+resets; through this adapter they restart with each episode (they are not used for training).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnax as _gymnax
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment as _gymnax_environment
+from gymnax.environments import spaces as _gymnax_spaces
+
+from envs.autoreset import AutoResetJaxEnv
+from rlcore.types import EnvSpec
+
+# gymnax ids with a continuous (Box) action space; every other registered id is discrete.
+# Kept as a list so listing ids never constructs an env (MNISTBandit-bsuite downloads MNIST).
+CONTINUOUS_GYMNAX_IDS = frozenset(
+    {"Pendulum-v1", "MountainCarContinuous-v0", "PointRobot-misc", "Reacher-misc", "Swimmer-misc"}
+)
+
+
+def discrete_gymnax_ids() -> list[str]:
+    """Registered gymnax ids with discrete actions, in gymnax's order."""
+    return [i for i in _gymnax.registered_envs if i not in CONTINUOUS_GYMNAX_IDS]
+
+
+def _config_error(message: str) -> Exception:
+    from rlcore.config import ConfigError  # lazy: rlcore.config is owned elsewhere
+
+    return ConfigError(message)
+
+
+class GymnaxEnv(AutoResetJaxEnv):
+    """One gymnax env behind the JaxEnv protocol (pure, jittable; ``vmap`` for a batch).
+
+    Args:
+      env_id: a discrete-action id of ``gymnax.registered_envs``, e.g. ``"CartPole-v1"``.
+      **param_overrides: fields of the env's ``EnvParams`` to replace, e.g.
+        ``max_steps_in_episode=10``.
+
+    Attributes:
+      spec: EnvSpec with the gymnax obs shape, ``obs_dtype="float32"`` (ints and MinAtar
+        boards are cast), and the number of actions.
+    """
+
+    def __init__(self, env_id: str, **param_overrides: Any):
+        if not hasattr(_gymnax_environment.Environment, "is_truncated"):
+            raise ImportError(
+                "envs.gymnax needs gymnax >= 1.0 (step_env without the time limit in done)"
+            )
+        env, params = _gymnax.make(env_id)
+        if param_overrides:
+            unknown = sorted(set(param_overrides) - {f.name for f in dataclasses.fields(params)})
+            if unknown:
+                raise _config_error(f"env_id: {env_id} has no env params {unknown}")
+            params = params.replace(**param_overrides)
+        action_space = env.action_space(params)
+        if not isinstance(action_space, _gymnax_spaces.Discrete):
+            raise _config_error(f"env_id: {env_id} has continuous actions; need discrete")
+        obs = jax.eval_shape(lambda k: env.reset_env(k, params)[0], jax.random.key(0))
+        self.env_id = env_id
+        self.spec = EnvSpec(
+            obs_shape=tuple(obs.shape), obs_dtype="float32", num_actions=int(action_space.n)
+        )
+        self._env = env
+        self._params = params
+
+    @property
+    def params(self) -> Any:
+        """The gymnax EnvParams in use (after overrides)."""
+        return self._params
+
+    def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
+        obs, inner = self._env.reset_env(key, self._params)
+        return jnp.asarray(obs, jnp.float32), inner
+
+    def _step_inner(
+        self, inner: Any, action: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array]:
+        obs, inner, reward, terminated, _ = self._env.step_env(key, inner, action, self._params)
+        terminated = jnp.asarray(terminated, jnp.bool_)
+        truncated = jnp.asarray(self._env.is_truncated(inner, self._params), jnp.bool_)
+        return jnp.asarray(obs, jnp.float32), inner, reward, terminated, truncated & ~terminated

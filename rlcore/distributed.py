@@ -1,0 +1,50 @@
+"""Multi-controller runtime (``jax.distributed``), meshes and process-level helpers."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+DATA_AXIS = "data"
+
+
+def initialize(config) -> None:
+    """Joins the multi-process runtime when ``config.num_processes > 1``.
+
+    On CPU the cross-process collectives use gloo. Must run before any other JAX call.
+    """
+    if config.num_processes <= 1:
+        return
+    if jax.default_backend() == "cpu" or config.get("cpu_collectives", True):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=config.coordinator_address,
+        num_processes=config.num_processes,
+        process_id=config.process_id,
+    )
+
+
+def data_mesh(devices=None) -> Mesh:
+    """A 1-D mesh with axis ``data`` over ``devices`` (default: every device of every process)."""
+    devices = jax.devices() if devices is None else devices
+    return Mesh(np.asarray(devices), (DATA_AXIS,))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    return NamedSharding(mesh, P())
+
+
+def sharded(mesh: Mesh) -> NamedSharding:
+    """Leading axis split over the ``data`` axis."""
+    return NamedSharding(mesh, P(DATA_AXIS))
+
+
+def is_main_process() -> bool:
+    return jax.process_index() == 0
+
+
+def to_host(tree):
+    """Fully replicated arrays to numpy, read from this process's own copy."""
+    return jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), tree)

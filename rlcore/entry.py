@@ -1,0 +1,47 @@
+"""What both entry points share: validation first, then exit codes and a summary.
+
+Exit codes: 0 done, 1 runtime failure (traceback printed), 2 bad config (one line naming
+the field), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from rlcore.config import ConfigError
+
+
+def run_main(config, workdir, prepare, train) -> None:
+    """Runs ``prepare(config)`` (validation, runtime set-up), then ``train(config, workdir)``."""
+    try:
+        prepare(config)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        rows = train(config, workdir)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BaseException:
+        traceback.print_exc()
+        sys.exit(1)
+    print_summary(rows)
+    sys.exit(0)
+
+
+def print_summary(rows) -> None:
+    """A short learning-curve summary: return at a few points of the run."""
+    points = [r for r in rows if r.get("episode_return") is not None]
+    if not points:
+        print("no episode finished", file=sys.stderr)
+        return
+    picks = sorted({0, len(points) // 4, len(points) // 2, 3 * len(points) // 4, len(points) - 1})
+    print("learning curve (env steps -> mean episode return):")
+    for i in picks:
+        r = points[i]
+        print(f"  {r['env_steps']:>12,} -> {r['episode_return']:8.1f}")
+    best = max(p["episode_return"] for p in points)
+    print(f"best logged mean return {best:.1f}; final {points[-1]['episode_return']:.1f}")

@@ -1,0 +1,237 @@
+"""PPO and IMPALA losses, pure functions of params and a time-major minibatch.
+
+Both take ``apply_fn(params, obs) -> (logits, value)`` with ``obs`` ``[N, *obs_shape]``,
+``logits`` ``[N, A]`` and ``value`` ``[N]``, and return ``(loss, LossMetrics)``.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rlcore import returns
+from rlcore.types import Trajectory
+
+
+@struct.dataclass
+class PPOBatch:
+    """A PPO minibatch, time-major ``[T, b, ...]``.
+
+    Attributes:
+      obs: ``[T, b, *obs_shape]``.
+      action: ``[T, b]`` int32.
+      behaviour_logits: ``[T, b, A]`` logits of the acting policy (the "old" policy).
+      old_value: ``[T, b]`` value estimates the targets were built from (for value clipping).
+      advantages: ``[T, b]`` GAE advantages (not normalised).
+      targets: ``[T, b]`` value targets.
+    """
+
+    obs: jax.Array
+    action: jax.Array
+    behaviour_logits: jax.Array
+    old_value: jax.Array
+    advantages: jax.Array
+    targets: jax.Array
+
+
+@struct.dataclass
+class LossMetrics:
+    """Scalars a loss reports (means over the minibatch).
+
+    Attributes:
+      total: the loss that is differentiated.
+      policy: policy-gradient term.
+      value: value (baseline) term before its coefficient.
+      entropy: mean policy entropy.
+      approx_kl: ``mean((ratio - 1) - log ratio)`` between behaviour and current policy.
+      clip_frac: PPO: fraction of ratios outside ``1 +- clip_eps``; IMPALA: fraction of
+        importance weights clipped at ``clip_rho``.
+    """
+
+    total: jax.Array
+    policy: jax.Array
+    value: jax.Array
+    entropy: jax.Array
+    approx_kl: jax.Array
+    clip_frac: jax.Array
+
+
+def _flatten_time(x):
+    """``[T, b, ...] -> [T * b, ...]``."""
+    return x.reshape((-1,) + x.shape[2:])
+
+
+def _apply_time_major(params, apply_fn, obs):
+    """Runs the network on ``[T, b, *obs_shape]``; returns logits ``[T, b, A]``, value ``[T, b]``."""
+    t, b = obs.shape[:2]
+    logits, value = apply_fn(params, _flatten_time(obs))
+    return logits.reshape((t, b) + logits.shape[1:]), value.reshape((t, b))
+
+
+def _log_prob_entropy(logits, action):
+    """Log-probabilities of ``action`` ``[...]`` and entropies under ``logits`` ``[..., A]``."""
+    log_p = jax.nn.log_softmax(logits)
+    log_pa = jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0]
+    entropy = -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+    return log_pa, entropy
+
+
+def _mean(x, axis_name):
+    """Mean over all elements, and over ``axis_name`` devices when given."""
+    m = jnp.mean(x)
+    return jax.lax.pmean(m, axis_name) if axis_name is not None else m
+
+
+def normalize(x, axis_name=None, eps=1e-8):
+    """Standardises ``x`` with mean and std over all of it, across ``axis_name`` devices."""
+    mean = _mean(x, axis_name)
+    var = _mean(jnp.square(x - mean), axis_name)
+    return (x - mean) / (jnp.sqrt(var) + eps)
+
+
+def ppo_loss(
+    params,
+    apply_fn,
+    batch: PPOBatch,
+    *,
+    clip_eps,
+    vf_coef,
+    ent_coef,
+    clip_vloss=False,
+    norm_adv=True,
+    axis_name=None,
+):
+    """Clipped-surrogate PPO loss (Schulman et al. 2017, arXiv 1707.06347).
+
+    ``L = -mean(min(r A, clip(r, 1-eps, 1+eps) A)) + vf_coef * 0.5 * mean((V - G)^2)
+    - ent_coef * mean(H)`` with ``r = pi(a|s) / mu(a|s)``. With ``clip_vloss`` the value
+    term is the larger of the plain and the clipped error, ``V`` clipped to
+    ``old_value +- clip_eps``. With ``norm_adv`` advantages are standardised over the whole
+    minibatch, across ``axis_name`` devices when given.
+
+    Args:
+      params: network parameters.
+      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      batch: PPOBatch with leaves ``[T, b, ...]``.
+      clip_eps: surrogate (and value) clipping range.
+      vf_coef: value-loss coefficient.
+      ent_coef: entropy-bonus coefficient.
+      clip_vloss: clip the value loss as in the PPO2 baselines.
+      norm_adv: standardise advantages per minibatch.
+      axis_name: device axis the minibatch is split over, or None.
+
+    Returns:
+      ``(loss, LossMetrics)``; the loss is this device's share (mean over local elements),
+      so averaging gradients over ``axis_name`` gives the gradient of the global mean.
+    """
+    chex.assert_rank([batch.action, batch.old_value, batch.advantages, batch.targets], 2)
+    chex.assert_equal_shape([batch.action, batch.old_value, batch.advantages, batch.targets])
+    chex.assert_rank(batch.behaviour_logits, 3)
+    logits, value = _apply_time_major(params, apply_fn, batch.obs)
+    log_pa, entropy = _log_prob_entropy(logits, batch.action)
+    old_log_pa, _ = _log_prob_entropy(batch.behaviour_logits, batch.action)
+    log_ratio = log_pa - old_log_pa
+    ratio = jnp.exp(log_ratio)
+
+    adv = normalize(batch.advantages, axis_name) if norm_adv else batch.advantages
+    surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
+    policy = -jnp.mean(surrogate)
+
+    value_err = jnp.square(value - batch.targets)
+    if clip_vloss:
+        clipped = batch.old_value + jnp.clip(value - batch.old_value, -clip_eps, clip_eps)
+        value_err = jnp.maximum(value_err, jnp.square(clipped - batch.targets))
+    value_loss = 0.5 * jnp.mean(value_err)
+    ent = jnp.mean(entropy)
+    total = policy + vf_coef * value_loss - ent_coef * ent
+
+    metrics = LossMetrics(
+        total=total,
+        policy=policy,
+        value=value_loss,
+        entropy=ent,
+        approx_kl=jnp.mean((ratio - 1.0) - log_ratio),
+        clip_frac=jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)),
+    )
+    return total, metrics
+
+
+def impala_loss(
+    params,
+    apply_fn,
+    trajectory: Trajectory,
+    *,
+    discount,
+    vf_coef,
+    ent_coef,
+    lambda_=1.0,
+    clip_rho=1.0,
+    clip_pg_rho=1.0,
+    axis_name=None,
+):
+    """IMPALA actor-critic loss with V-trace targets (Espeholt et al. 2018, arXiv 1802.01561).
+
+    ``L = -mean(stop_grad(pg_adv) * log pi(a|x)) + vf_coef * 0.5 * mean((stop_grad(vs) - V)^2)
+    - ent_coef * mean(H)``. Truncations cut the trace (see ``returns.step_inputs``).
+
+    Args:
+      params: network parameters.
+      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      trajectory: Trajectory with leaves ``[T, b, ...]`` and ``bootstrap_obs`` ``[b, ...]``.
+      discount: gamma.
+      vf_coef: baseline-loss coefficient.
+      ent_coef: entropy-bonus coefficient.
+      lambda_: V-trace lambda.
+      clip_rho: importance-weight clip in the targets.
+      clip_pg_rho: importance-weight clip in the policy gradient.
+      axis_name: unused by the math (every term is per sequence); kept for a uniform
+        signature with ``ppo_loss``.
+
+    Returns:
+      ``(loss, LossMetrics)``, means over this device's ``T * b`` elements.
+    """
+    del axis_name
+    chex.assert_rank([trajectory.action, trajectory.reward], 2)
+    chex.assert_equal_shape([trajectory.action, trajectory.reward, trajectory.terminated])
+    t, b = trajectory.action.shape
+    obs_all = jnp.concatenate([trajectory.obs, trajectory.bootstrap_obs[None]], axis=0)
+    logits_all, value_all = _apply_time_major(params, apply_fn, obs_all)
+    logits, value_tm1 = logits_all[:t], value_all[:t]
+    log_pa, entropy = _log_prob_entropy(logits, trajectory.action)
+    mu_log_pa, _ = _log_prob_entropy(trajectory.behaviour_logits, trajectory.action)
+    log_rhos = log_pa - mu_log_pa
+
+    inputs = returns.step_inputs(
+        trajectory.reward,
+        trajectory.terminated,
+        trajectory.truncated,
+        jax.lax.stop_gradient(value_tm1),
+        jax.lax.stop_gradient(value_all[t]),
+        discount,
+        lambda_,
+    )
+    vt = returns.vtrace(
+        jax.lax.stop_gradient(value_tm1),
+        inputs.value_t,
+        trajectory.reward,
+        inputs.discount_t,
+        jax.lax.stop_gradient(log_rhos),
+        inputs.lambda_,
+        clip_rho,
+        clip_pg_rho,
+    )
+    policy = -jnp.mean(jax.lax.stop_gradient(vt.pg_advantages) * log_pa)
+    value_loss = 0.5 * jnp.mean(jnp.square(jax.lax.stop_gradient(vt.targets) - value_tm1))
+    ent = jnp.mean(entropy)
+    total = policy + vf_coef * value_loss - ent_coef * ent
+    metrics = LossMetrics(
+        total=total,
+        policy=policy,
+        value=value_loss,
+        entropy=ent,
+        approx_kl=jnp.mean(jnp.expm1(log_rhos) - log_rhos),
+        clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho)).astype(jnp.float32)),
+    )
+    return total, metrics

@@ -1,0 +1,146 @@
+"""Metric sinks: a console progress line, ``metrics.jsonl`` and TensorBoard event files.
+
+A ``metrics.jsonl`` line holds ``update``, ``env_steps``, ``wall_time``, ``sps``,
+``episode_return`` (mean over episodes ended since the previous line, ``null`` if none),
+``episode_length`` (likewise), ``loss/...`` and ``time/<stage>_s``. Every key whose value
+depends on the clock contains ``time``, ``sps`` or ``wall``; every other value is
+reproducible run to run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Mapping
+
+import numpy as np
+
+CLOCK_WORDS = ("time", "sps", "wall")
+
+
+def is_clock_key(key: str) -> bool:
+    """Whether a metrics.jsonl key depends on the clock (and so differs run to run)."""
+    return any(word in key for word in CLOCK_WORDS)
+
+
+def _to_python(value):
+    value = np.asarray(value)
+    if value.dtype.kind in "iu":
+        return int(value)
+    if value.dtype.kind == "b":
+        return bool(value)
+    return float(value)
+
+
+class EpisodeAccumulator:
+    """Sums and counts of finished episodes between two log lines."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.return_sum = 0.0
+        self.length_sum = 0.0
+        self.count = 0
+
+    def add(self, return_sum: float, length_sum: float, count: int) -> None:
+        self.return_sum += float(return_sum)
+        self.length_sum += float(length_sum)
+        self.count += int(count)
+
+    def means(self) -> tuple[float | None, float | None]:
+        if self.count == 0:
+            return None, None
+        return self.return_sum / self.count, self.length_sum / self.count
+
+
+class MetricsLogger:
+    """Writes one log step to the console, ``metrics.jsonl`` and TensorBoard.
+
+    Args:
+      workdir: run directory (``None``: console only).
+      total_updates: updates in the run, for progress and ETA.
+      console: print a progress line per log step.
+      tensorboard: write TensorBoard event files under ``workdir``.
+      write: this process writes files (process 0 in a multi-process run).
+    """
+
+    def __init__(self, workdir, total_updates: int, *, console=True, tensorboard=True,
+                 write=True):
+        self.total_updates = total_updates
+        self.console = console
+        self.episodes = EpisodeAccumulator()
+        self.start = time.perf_counter()
+        self._last = (self.start, 0)
+        self._jsonl = None
+        self._tb = None
+        if workdir and write:
+            os.makedirs(workdir, exist_ok=True)
+            self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "a", buffering=1)
+            if tensorboard:
+                from tensorboardX import SummaryWriter
+
+                self._tb = SummaryWriter(logdir=workdir)
+        self.history: list[dict] = []
+
+    def log(self, update: int, env_steps: int, scalars: Mapping[str, float]) -> dict:
+        """Writes one line; ``scalars`` holds ``loss/...`` and ``time/...`` values."""
+        now = time.perf_counter()
+        last_time, last_steps = self._last
+        sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
+        self._last = (now, env_steps)
+        ep_return, ep_length = self.episodes.means()
+        self.episodes.reset()
+        row = {
+            "update": int(update),
+            "env_steps": int(env_steps),
+            "wall_time": now - self.start,
+            "sps": sps,
+            "episode_return": ep_return,
+            "episode_length": ep_length,
+        }
+        row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
+        self.history.append(row)
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps(row) + "\n")
+        if self._tb is not None:
+            for key, value in row.items():
+                if key not in ("update", "env_steps") and value is not None:
+                    self._tb.add_scalar(key, value, env_steps)
+        if self.console:
+            print(self.progress_line(row), file=sys.stderr, flush=True)
+        return row
+
+    def progress_line(self, row: Mapping) -> str:
+        """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``."""
+        done = row["update"]
+        elapsed = row["wall_time"]
+        eta = elapsed / max(done, 1) * max(self.total_updates - done, 0)
+        ret = row["episode_return"]
+        ret_s = "-" if ret is None else f"{ret:.1f}"
+        return (
+            f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
+            f"SPS {row['sps']:,.0f} | return {ret_s} | ETA {_hms(eta)}"
+        )
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def write_config(workdir: str, config) -> None:
+    """Writes ``config.json`` into the run directory."""
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write(config.to_json_best_effort(indent=2, sort_keys=True))

@@ -1,0 +1,57 @@
+"""Optimizer factories: Adam with global-norm clipping and linear annealing; torch RMSProp."""
+
+from __future__ import annotations
+
+import optax
+
+
+def linear_schedule(learning_rate: float, total_steps: int, anneal: bool):
+    """Learning rate decaying linearly to 0 over ``total_steps`` optimizer steps, or constant."""
+    if not anneal:
+        return optax.constant_schedule(learning_rate)
+    return optax.linear_schedule(learning_rate, 0.0, max(int(total_steps), 1))
+
+
+def torch_rmsprop(learning_rate, decay=0.99, eps=0.01):
+    """RMSProp as PyTorch defines it: ``g / (sqrt(v) + eps)``, ``v`` starting at 0.
+
+    (eps outside the square root; Cleanba's IMPALA uses eps 0.01, decay 0.99.)
+    """
+    return optax.rmsprop(learning_rate, decay=decay, eps=eps, eps_in_sqrt=False,
+                         initial_scale=0.0)
+
+
+def make_optimizer(
+    name: str,
+    learning_rate: float,
+    *,
+    max_grad_norm: float,
+    total_steps: int,
+    anneal_lr: bool = True,
+    adam_eps: float = 1e-5,
+    rmsprop_decay: float = 0.99,
+    rmsprop_eps: float = 0.01,
+) -> optax.GradientTransformation:
+    """Gradient clipping by global norm, then Adam or torch-style RMSProp.
+
+    Args:
+      name: ``"adam"`` or ``"rmsprop"``.
+      learning_rate: initial learning rate.
+      max_grad_norm: global-norm clip (``<= 0`` disables clipping).
+      total_steps: optimizer steps over the whole run (for annealing).
+      anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
+      adam_eps, rmsprop_decay, rmsprop_eps: optimizer constants.
+
+    Returns:
+      An optax GradientTransformation.
+    """
+    schedule = linear_schedule(learning_rate, total_steps, anneal_lr)
+    if name == "adam":
+        opt = optax.adam(schedule, eps=adam_eps)
+    elif name == "rmsprop":
+        opt = torch_rmsprop(schedule, decay=rmsprop_decay, eps=rmsprop_eps)
+    else:
+        raise ValueError(f"optimizer: unknown '{name}' (expected adam or rmsprop)")
+    if max_grad_norm > 0:
+        return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
+    return opt

@@ -1,0 +1,165 @@
+"""Advantage and value-target estimators, pure and time-major ``[T, B]``.
+
+Conventions shared by both estimators:
+
+- ``discount_t[t]`` is ``gamma`` where step ``t`` did not terminate and ``0`` where it did.
+- ``value_t[t]`` is the value of the state that follows step ``t``.
+- ``lambda_`` may be a scalar or ``[T, B]``. A zero at step ``t`` cuts the trace there: no
+  correction flows from ``t + 1`` back into ``t``.
+
+Truncation (time limit): envs auto-reset in the step that ends an episode, so the real
+successor of a truncated step is not observed. ``step_inputs`` forms the inputs so that at a
+truncated step the successor value is the value of the truncated step's own state
+(``value_t[t] := value_tm1[t]``, an estimate of the lost final state that does not treat the
+cut as terminal) and the trace is cut (``lambda_[t] := 0``), so nothing from the next
+episode leaks back. The value target there is ``r_t + gamma * V(s_t)``.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class ReturnsInputs:
+    """Per-step inputs of ``gae`` and ``vtrace`` built from a rollout, all ``[T, B]``."""
+
+    discount_t: jax.Array
+    value_t: jax.Array
+    lambda_: jax.Array
+
+
+@struct.dataclass
+class VTraceOutput:
+    """Outputs of ``vtrace``, all ``[T, B]``.
+
+    Attributes:
+      errors: ``vs - value_tm1``, the baseline's error against the V-trace target.
+      pg_advantages: ``clipped_pg_rho * (r + discount * vs_{t+1} - value_tm1)``.
+      targets: ``vs``, the V-trace value targets.
+    """
+
+    errors: jax.Array
+    pg_advantages: jax.Array
+    targets: jax.Array
+
+
+def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gamma, lambda_):
+    """Builds discounts, successor values and trace-cutting lambdas for one rollout.
+
+    Args:
+      reward_t: ``[T, B]`` rewards (only its shape is used).
+      terminated: ``[T, B]`` bool.
+      truncated: ``[T, B]`` bool.
+      value_tm1: ``[T, B]`` values of ``obs[t]``.
+      bootstrap_value: ``[B]`` value of the observation after the last step.
+      gamma: discount factor.
+      lambda_: trace parameter (scalar).
+
+    Returns:
+      ReturnsInputs with ``discount_t``, ``value_t``, ``lambda_`` all ``[T, B]``.
+    """
+    chex.assert_equal_shape([reward_t, terminated, truncated, value_tm1])
+    chex.assert_rank(bootstrap_value, 1)
+    cut = truncated & ~terminated
+    discount_t = gamma * (1.0 - terminated.astype(jnp.float32))
+    next_value = jnp.concatenate([value_tm1[1:], bootstrap_value[None]], axis=0)
+    value_t = jnp.where(cut, value_tm1, next_value)
+    lambdas = jnp.where(cut, 0.0, jnp.asarray(lambda_, jnp.float32))
+    return ReturnsInputs(discount_t=discount_t, value_t=value_t, lambda_=lambdas)
+
+
+def _broadcast_lambda(lambda_, like):
+    return jnp.broadcast_to(jnp.asarray(lambda_, like.dtype), like.shape)
+
+
+def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
+    """Generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438).
+
+    ``A_t = delta_t + discount_t * lambda_t * A_{t+1}`` with
+    ``delta_t = r_t + discount_t * value_t - value_tm1``, and ``A_T = 0``.
+
+    Args:
+      reward_t: ``[T, B]`` rewards.
+      discount_t: ``[T, B]`` discounts (0 at terminations).
+      value_tm1: ``[T, B]`` values of the states acted on.
+      value_t: ``[T, B]`` values of the successor states.
+      lambda_: scalar or ``[T, B]`` trace parameter.
+
+    Returns:
+      ``(advantages, targets)``, both ``[T, B]``; ``targets = advantages + value_tm1``.
+    """
+    chex.assert_rank([reward_t, discount_t, value_tm1, value_t], 2)
+    chex.assert_equal_shape([reward_t, discount_t, value_tm1, value_t])
+    lambdas = _broadcast_lambda(lambda_, reward_t)
+    delta = reward_t + discount_t * value_t - value_tm1
+
+    def backward(acc, xs):
+        delta_s, discount_s, lambda_s = xs
+        acc = delta_s + discount_s * lambda_s * acc
+        return acc, acc
+
+    _, advantages = jax.lax.scan(
+        backward, jnp.zeros_like(delta[0]), (delta, discount_t, lambdas), reverse=True
+    )
+    return advantages, advantages + value_tm1
+
+
+def vtrace(
+    value_tm1,
+    value_t,
+    reward_t,
+    discount_t,
+    log_rhos,
+    lambda_=1.0,
+    clip_rho=1.0,
+    clip_pg_rho=1.0,
+):
+    """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, arXiv 1802.01561).
+
+    ``vs_t = V(x_t) + acc_t`` with
+    ``acc_t = rho_t * delta_t + discount_t * c_t * acc_{t+1}``, ``acc_T = 0``,
+    ``delta_t = r_t + discount_t * value_t - value_tm1``, ``rho_t = min(clip_rho, pi/mu)``,
+    ``c_t = lambda_t * min(1, pi/mu)``. The policy-gradient advantage uses the target of the
+    successor, ``value_t + acc_{t+1}`` (``= vs_{t+1}`` when the trace is not cut at ``t``,
+    and ``value_t`` where ``lambda_t == 0``):
+    ``pg_adv_t = min(clip_pg_rho, pi/mu) * (r_t + discount_t * vs_{t+1} - value_tm1)``.
+
+    Args:
+      value_tm1: ``[T, B]`` baseline values of the states acted on.
+      value_t: ``[T, B]`` values of the successor states.
+      reward_t: ``[T, B]`` rewards.
+      discount_t: ``[T, B]`` discounts (0 at terminations).
+      log_rhos: ``[T, B]`` ``log pi(a|x) - log mu(a|x)``.
+      lambda_: scalar or ``[T, B]`` trace parameter.
+      clip_rho: clipping threshold of the importance weights in the targets.
+      clip_pg_rho: clipping threshold of the importance weights in the pg advantages.
+
+    Returns:
+      VTraceOutput of ``[T, B]`` arrays. Gradients are not stopped: callers do that.
+    """
+    chex.assert_rank([value_tm1, value_t, reward_t, discount_t, log_rhos], 2)
+    chex.assert_equal_shape([value_tm1, value_t, reward_t, discount_t, log_rhos])
+    lambdas = _broadcast_lambda(lambda_, reward_t)
+    rhos = jnp.exp(log_rhos)
+    clipped_rhos = jnp.minimum(clip_rho, rhos)
+    cs = lambdas * jnp.minimum(1.0, rhos)
+    delta = clipped_rhos * (reward_t + discount_t * value_t - value_tm1)
+
+    def backward(acc, xs):
+        delta_s, discount_s, c_s = xs
+        acc = delta_s + discount_s * c_s * acc
+        return acc, acc
+
+    _, acc = jax.lax.scan(
+        backward, jnp.zeros_like(delta[0]), (delta, discount_t, cs), reverse=True
+    )
+    targets = value_tm1 + acc
+    acc_tp1 = jnp.concatenate([acc[1:], jnp.zeros_like(acc[:1])], axis=0)
+    vs_tp1 = value_t + jnp.where(lambdas > 0, acc_tp1, 0.0)
+    pg_rhos = jnp.minimum(clip_pg_rho, rhos)
+    pg_advantages = pg_rhos * (reward_t + discount_t * vs_tp1 - value_tm1)
+    return VTraceOutput(errors=targets - value_tm1, pg_advantages=pg_advantages, targets=targets)

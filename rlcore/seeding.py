@@ -1,0 +1,56 @@
+"""The one seeding rule of the project.
+
+Every key derives from ``config.seed`` and a path of integers; per-env keys end with the
+*global* env index, so the data a run sees do not depend on how envs are spread over
+threads, devices and processes:
+
+- action of env ``i`` at step ``t`` of update ``u``: ``per_env_keys(roots.action, i, u, t)``;
+- jittable env step / reset of env ``i``: ``per_env_keys(roots.env, i, u, t)``;
+- learner update ``u``: ``fold_in(roots.update, u)``;
+- host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+
+
+@dataclasses.dataclass(frozen=True)
+class Roots:
+    """PRNG roots derived from the seed: network init, actions, env steps, learner updates."""
+
+    init: jax.Array
+    action: jax.Array
+    env: jax.Array
+    update: jax.Array
+
+    @classmethod
+    def from_seed(cls, seed: int) -> "Roots":
+        base = jax.random.key(seed)
+        return cls(*(jax.random.fold_in(base, i) for i in range(4)))
+
+
+def per_env_keys(root, env_ids, *path):
+    """Keys ``fold_in(fold_in(root, *path), env_id)`` for ``env_ids [B]``; returns ``[B]`` keys."""
+    key = root
+    for p in path:
+        key = jax.random.fold_in(key, p)
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(env_ids)
+
+
+def sample_actions(keys, logits):
+    """One categorical (Gumbel-max) sample per row: ``keys [B]``, ``logits [B, A]`` -> int32 ``[B]``."""
+    return jax.vmap(jax.random.categorical)(keys, logits).astype("int32")
+
+
+def host_env_seed(seed: int, start_update: int = 0) -> int:
+    """Base integer seed of host envs; env ``i`` gets ``base + i``.
+
+    A run resumed at ``start_update`` re-seeds its envs from (seed, update), since EnvPool
+    states cannot be saved; two resumes from one checkpoint agree.
+    """
+    if start_update == 0:
+        return seed
+    return (seed * 1_000_003 + start_update * 7_919_111) % (2**31 - 2**24)

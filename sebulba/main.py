@@ -1,0 +1,23 @@
+"""Sebulba entry point: ``python -m sebulba.main --config=configs/atari_ppo.py``.
+
+Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
+"""
+
+from absl import app, flags
+from ml_collections import config_flags
+
+from rlcore.entry import run_main
+
+_CONFIG = config_flags.DEFINE_config_file("config", "configs/atari_ppo.py", "Config file.")
+_WORKDIR = flags.DEFINE_string("workdir", "runs/sebulba", "Run directory.")
+
+
+def _main(argv):
+    del argv
+    from sebulba.train import prepare, train
+
+    return run_main(_CONFIG.value, _WORKDIR.value, prepare, train)
+
+
+if __name__ == "__main__":
+    app.run(_main)

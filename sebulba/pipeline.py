@@ -1,0 +1,203 @@
+"""Sebulba plumbing: device and env layout, the params server, rollout queues, stop control.
+
+Staleness (which params version an actor uses for rollout ``r``; version ``v`` is the params
+after ``v`` updates, version ``start`` the initial or restored params):
+
+- ``sync``: version ``r``; the actor waits for the learner to finish update ``r - 1``
+  (act, learn, act; lag 0).
+- ``cleanba`` (default): version ``max(r - 1, start)``: while the learner trains on rollout
+  ``r - 1`` the actors collect rollout ``r`` with the params one update older, whatever the
+  timing; the first hand-off is skipped (rollouts ``start`` and ``start + 1`` both use the
+  initial params), as in Cleanba (arXiv 2310.00036). Curves are identical run to run.
+- ``async``: the newest version published when the rollout starts (lag depends on
+  hardware; for ablations only).
+
+Every blocking wait here polls a stop event with a short timeout and gives up after
+``timeout_s``; an error in any thread is recorded and stops all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from typing import Any
+
+import jax
+from jax.sharding import Mesh
+
+from rlcore import distributed
+
+POLL_S = 0.05
+
+
+class PipelineStopped(Exception):
+    """A wait ended because the run is stopping (another thread failed or a signal came)."""
+
+
+class StopControl:
+    """A stop event plus the first error raised in any thread."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def fail(self, error: BaseException) -> None:
+        with self._lock:
+            if self.error is None:
+                self.error = error
+        self.event.set()
+
+    def stop(self) -> None:
+        self.event.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self.event.is_set()
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(f"a Sebulba thread failed: {self.error!r}") from self.error
+
+
+def put(q: queue.Queue, item, stop: StopControl, timeout_s: float) -> float:
+    """Puts ``item`` on ``q``, waiting for room; returns seconds waited."""
+    start = time.perf_counter()
+    while True:
+        if stop.stopped:
+            raise PipelineStopped()
+        try:
+            q.put(item, timeout=POLL_S)
+            return time.perf_counter() - start
+        except queue.Full:
+            if time.perf_counter() - start > timeout_s:
+                raise TimeoutError(f"rollout queue full for {timeout_s} s (learner stalled?)")
+
+
+def get(q: queue.Queue, stop: StopControl, timeout_s: float):
+    """Takes an item from ``q``; returns ``(item, seconds waited)``."""
+    start = time.perf_counter()
+    while True:
+        if stop.stopped:
+            raise PipelineStopped()
+        try:
+            return q.get(timeout=POLL_S), time.perf_counter() - start
+        except queue.Empty:
+            if time.perf_counter() - start > timeout_s:
+                raise TimeoutError(f"no rollout for {timeout_s} s (actors stalled?)")
+
+
+def params_version(pipeline: str, rollout: int, start: int) -> int | None:
+    """Params version rollout ``rollout`` must use; ``None`` means the newest (async)."""
+    if pipeline == "sync":
+        return rollout
+    if pipeline == "cleanba":
+        return max(rollout - 1, start)
+    return None
+
+
+class ParamsServer:
+    """Hands params from the learner to the actor devices, by version.
+
+    Args:
+      devices: actor devices; each gets its own copy of every published version.
+      keep: versions kept (older ones are dropped).
+    """
+
+    def __init__(self, devices, keep: int = 3):
+        self._devices = list(devices)
+        self._keep = keep
+        self._versions: dict[int, dict[Any, Any]] = {}
+        self._cond = threading.Condition()
+
+    def publish(self, version: int, params) -> None:
+        """Copies ``params`` (single-device or replicated arrays) to every actor device."""
+        local = jax.tree.map(lambda x: x.addressable_data(0), params)
+        # A copy even on a shared device: the learner donates its state buffers.
+        copies = {d: jax.device_put(local, d, may_alias=False) for d in self._devices}
+        with self._cond:
+            self._versions[version] = copies
+            for old in sorted(self._versions)[: -self._keep]:
+                del self._versions[old]
+            self._cond.notify_all()
+
+    def get(self, version: int | None, device, stop: StopControl, timeout_s: float):
+        """Params of ``version`` (``None``: the newest) on ``device``; returns
+        ``(version, params, seconds waited)``."""
+        start = time.perf_counter()
+        with self._cond:
+            while True:
+                if stop.stopped:
+                    raise PipelineStopped()
+                if version is None and self._versions:
+                    v = max(self._versions)
+                    return v, self._versions[v][device], time.perf_counter() - start
+                if version is not None and version in self._versions:
+                    return version, self._versions[version][device], time.perf_counter() - start
+                if version is not None and self._versions and version < min(self._versions):
+                    raise RuntimeError(f"params version {version} was already dropped")
+                if time.perf_counter() - start > timeout_s:
+                    raise TimeoutError(f"no params version {version} for {timeout_s} s")
+                self._cond.wait(POLL_S)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where every env and every learner shard lives.
+
+    Global env index of env ``k`` of thread ``j`` of actor device ``a`` of process ``p``:
+    ``((p * A + a) * J + j) * envs_per_thread + k``. Learner shard ``s`` (device ``s`` of
+    the learner mesh, ordered by process then local learner id) holds global envs
+    ``[s * envs_per_shard, (s + 1) * envs_per_shard)``; a process's shards cover its own envs.
+    """
+
+    num_envs: int
+    num_processes: int
+    process_index: int
+    actor_devices: tuple
+    num_threads: int
+    learner_mesh: Mesh
+
+    @property
+    def envs_per_thread(self) -> int:
+        return self.num_envs // (self.num_processes * len(self.actor_devices) * self.num_threads)
+
+    @property
+    def envs_per_shard(self) -> int:
+        return self.num_envs // self.learner_mesh.devices.size
+
+    def thread_offset(self, actor: int, thread: int) -> int:
+        """Global index of the first env of thread ``thread`` on local actor device ``actor``."""
+        a = len(self.actor_devices)
+        return ((self.process_index * a + actor) * self.num_threads + thread) * self.envs_per_thread
+
+    def local_shards(self) -> list[tuple[int, Any, int, int]]:
+        """``(shard index, device, first env, end env)`` of this process's learner shards."""
+        n = self.envs_per_shard
+        return [
+            (s, d, s * n, (s + 1) * n)
+            for s, d in enumerate(self.learner_mesh.devices.flat)
+            if d.process_index == jax.process_index()
+        ]
+
+
+def learner_devices(learner_ids, num_processes: int) -> list:
+    """Learner devices of every process, ordered by process then local id."""
+    return [jax.local_devices(process_index=p)[i] for p in range(num_processes)
+            for i in learner_ids]
+
+
+def make_layout(config) -> Layout:
+    local = jax.local_devices()
+    mesh = distributed.data_mesh(learner_devices(config.learner_device_ids,
+                                                 jax.process_count()))
+    return Layout(
+        num_envs=config.num_envs,
+        num_processes=jax.process_count(),
+        process_index=jax.process_index(),
+        actor_devices=tuple(local[i] for i in config.actor_device_ids),
+        num_threads=config.num_actor_threads,
+        learner_mesh=mesh,
+    )

@@ -1,0 +1,240 @@
+"""Sebulba: EnvPool envs on host threads, policy on actor devices, data-parallel learner.
+
+(Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
+2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues that the
+learner (this, the main thread) reads in a fixed order; see ``sebulba.pipeline`` for how the
+``pipeline`` field fixes which params each rollout uses.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs import registry
+from rlcore import config as rlconfig
+from rlcore import distributed
+from rlcore.checkpoint import Checkpointer, SignalFlag
+from rlcore.metrics import MetricsLogger, write_config
+from rlcore.networks import make_network
+from rlcore.seeding import Roots, host_env_seed
+from rlcore.types import LearnerState
+from sebulba import learner as sl
+from sebulba import pipeline
+from sebulba.actor import Actor, ActorSpec, make_policy_fn
+
+JOIN_TIMEOUT_S = 30.0
+TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
+
+
+def prepare(config) -> None:
+    """Checks every Sebulba field (before anything compiles) and joins the runtime.
+
+    Raises:
+      ConfigError: ``"field: what is wrong"``.
+    """
+    rlconfig.validate_distributed(config)
+    distributed.initialize(config)
+    n_local = jax.local_device_count()
+    for field in ("actor_device_ids", "learner_device_ids"):
+        ids = config[field]
+        _check(isinstance(ids, tuple) and len(ids) > 0 and all(isinstance(i, int) for i in ids),
+               field, f"must be a non-empty tuple of ints, got {ids!r}")
+        _check(all(0 <= i < n_local for i in ids), field,
+               f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
+        _check(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
+    _check(isinstance(config.num_actor_threads, int) and config.num_actor_threads > 0,
+           "num_actor_threads", f"must be a positive integer, got {config.num_actor_threads!r}")
+    _check(config.pipeline in rlconfig.PIPELINES, "pipeline",
+           f"must be one of {', '.join(rlconfig.PIPELINES)}, got {config.pipeline!r}")
+    _check(isinstance(config.env_threads, int) and config.env_threads >= 0, "env_threads",
+           "must be an integer >= 0")
+    _check(isinstance(config.queue_timeout_s, (int, float)) and config.queue_timeout_s > 0,
+           "queue_timeout_s", "must be > 0")
+    _check(isinstance(config.debug.actor_jitter_ms, int) and config.debug.actor_jitter_ms >= 0,
+           "debug.actor_jitter_ms", "must be an integer >= 0")
+    actors = jax.process_count() * len(config.actor_device_ids) * config.num_actor_threads
+    _check(isinstance(config.num_envs, int) and config.num_envs % actors == 0, "num_envs",
+           f"{config.num_envs} envs do not split over {jax.process_count()} processes x "
+           f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
+    shards = jax.process_count() * len(config.learner_device_ids)
+    rlconfig.validate_common(config, shards, registry.check_host_env_id)
+
+
+def _check(cond, field, msg):
+    if not cond:
+        raise rlconfig.ConfigError(f"{field}: {msg}")
+
+
+class SebulbaRun:
+    """The pieces of one Sebulba run: layout, network, learner step, params server."""
+
+    def __init__(self, config):
+        self.config = config
+        self.layout = pipeline.make_layout(config)
+        self.derived = rlconfig.derive(config, self.layout.learner_mesh.devices.size)
+        probe = registry.make_host_env(config.env_id, 1, seed=0)
+        self.spec = probe.spec
+        probe.close()
+        self.network = make_network(config.network, self.spec)
+        self.optimizer = rlconfig.optimizer(config, self.derived)
+        self.roots = Roots.from_seed(config.seed)
+        self.learner_step = sl.make_learner_step(
+            config, self.network.apply, self.optimizer, rlconfig.loss_hparams(config),
+            rlconfig.unroll(config), self.layout, self.roots)
+        self.policy = make_policy_fn(self.network.apply, self.roots.action)
+
+    def init_state(self) -> LearnerState:
+        dummy = jnp.zeros((1,) + tuple(self.spec.obs_shape), jnp.dtype(self.spec.obs_dtype))
+
+        def init():
+            params = self.network.init(self.roots.init, dummy)
+            return LearnerState(params=params, opt_state=self.optimizer.init(params),
+                                update=jnp.int32(0))
+
+        return jax.jit(init, out_shardings=distributed.replicated(self.layout.learner_mesh))()
+
+    def start_actors(self, start: int, end: int, server, stop) -> tuple[list, list]:
+        """Starts one thread per (actor device, thread); returns (actors, queues) in the
+        fixed order the learner reads them."""
+        cfg, layout = self.config, self.layout
+        base_seed = host_env_seed(cfg.seed, start)
+
+        def env_factory(n, first):
+            return registry.make_host_env(cfg.env_id, n, seed=base_seed, first_env_index=first,
+                                          num_threads=cfg.env_threads)
+
+        actors, queues = [], []
+        for a, device in enumerate(layout.actor_devices):
+            for j in range(cfg.num_actor_threads):
+                q = queue.Queue(maxsize=1)
+                spec = ActorSpec(actor=a, thread=j, device=device,
+                                 first_env=layout.thread_offset(a, j),
+                                 num_envs=layout.envs_per_thread)
+                actors.append(Actor(spec, env_factory, self.policy, server, q, layout, cfg,
+                                    start, end, stop))
+                queues.append(q)
+        for actor in actors:
+            actor.thread.start()
+        return actors, queues
+
+
+def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
+    """Runs Sebulba training; writes the run directory; returns the logged rows.
+
+    Args:
+      config: a validated config (see ``prepare``).
+      workdir: run directory, or None.
+      on_batch: test hook ``(update, Trajectory)`` called with each assembled batch.
+
+    Raises:
+      RuntimeError: an actor thread failed (chained to its exception).
+      SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written.
+    """
+    run = SebulbaRun(config)
+    total = run.derived.num_updates
+    main = distributed.is_main_process()
+    if workdir and main:
+        write_config(workdir, config)
+    ckpt = Checkpointer(workdir) if workdir else None
+    state = run.init_state()
+    if ckpt is not None and ckpt.latest_step() is not None:
+        state = ckpt.restore(state)
+        print(f"resumed from update {ckpt.latest_step()}", file=sys.stderr)
+    start = int(distributed.to_host(state.update))
+    logger = MetricsLogger(workdir, total, write=main)
+    stop = pipeline.StopControl()
+    server = pipeline.ParamsServer(run.layout.actor_devices)
+    server.publish(start, state.params)
+    actors, queues = run.start_actors(start, total, server, stop)
+    window: list[dict] = []
+    t0 = time.perf_counter()
+    try:
+        with SignalFlag(on_signal=stop.stop) as flag:
+            for u in range(start, total):
+                items, wait_s = _collect(queues, stop, config.queue_timeout_s, u)
+                batch = sl.assemble(items, run.layout)
+                if on_batch is not None:
+                    on_batch(u, batch)
+                episodes = sl.episode_array(items, run.layout)
+                t_learn = time.perf_counter()
+                state, out = run.learner_step(state, batch, episodes, jnp.int32(u))
+                server.publish(u + 1, state.params)
+                out = distributed.to_host(out)
+                learn_s = time.perf_counter() - t_learn
+                if t0 is not None:
+                    print(f"first update done after {time.perf_counter() - t0:.1f} s",
+                          file=sys.stderr)
+                    t0 = None
+                if not np.isfinite(out.loss.total):
+                    raise FloatingPointError(f"non-finite loss ({out.loss.total}) in update {u}")
+                logger.episodes.add(*out.episodes)
+                window.append(_row(out, items, wait_s, learn_s))
+                done = u + 1
+                if done % config.log_every == 0 or done == total:
+                    _log(logger, window, done, run.derived)
+                if ckpt is not None and (done == total or (
+                        config.checkpoint_every > 0 and done % config.checkpoint_every == 0)):
+                    ckpt.save(done, state)
+                if flag.exit_code is not None:
+                    if ckpt is not None:
+                        ckpt.save(done, state)
+                    raise SystemExit(flag.exit_code)
+    except pipeline.PipelineStopped:
+        stop.raise_if_failed()
+        if flag.exit_code is not None:
+            if ckpt is not None:
+                ckpt.save(int(distributed.to_host(state.update)), state)
+            raise SystemExit(flag.exit_code)
+        raise
+    finally:
+        stop.stop()
+        _join(actors)
+        logger.close()
+        if ckpt is not None:
+            ckpt.close()
+    stop.raise_if_failed()
+    return logger.history
+
+
+def _collect(queues, stop, timeout_s, update):
+    """One item from every actor queue, in the fixed order; returns (items, seconds waited)."""
+    items, waited = [], 0.0
+    for q in queues:
+        item, w = pipeline.get(q, stop, timeout_s)
+        if item.update != update:
+            raise RuntimeError(f"actor sent rollout {item.update}, learner expected {update}")
+        items.append(item)
+        waited += w
+    return items, waited
+
+
+def _row(out, items, wait_s, learn_s) -> dict:
+    """Loss scalars and per-stage seconds of one update (actor timers averaged over threads)."""
+    row = {f"loss/{k}": float(v) for k, v in vars(out.loss).items()}
+    for name in TIMERS:
+        row[f"time/{name}_s"] = float(np.mean([it.timers.get(name, 0.0) for it in items]))
+    row["time/rollout_queue_wait_s"] = wait_s
+    row["time/learner_step_s"] = learn_s
+    row["params_lag"] = float(np.mean([items[0].update - it.params_version for it in items]))
+    return row
+
+
+def _log(logger, window, update, derived) -> None:
+    scalars = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+    window.clear()
+    logger.log(update, update * derived.steps_per_update, scalars)
+
+
+def _join(actors) -> None:
+    deadline = time.perf_counter() + JOIN_TIMEOUT_S
+    for actor in actors:
+        actor.thread.join(timeout=max(deadline - time.perf_counter(), 0.0))
+    alive = [a.thread.name for a in actors if a.thread.is_alive()]
+    if alive:
+        raise RuntimeError(f"actor threads did not stop within {JOIN_TIMEOUT_S} s: {alive}")

@@ -1,0 +1,149 @@
+"""JaxEnv adapters (GymnaxEnv, CatchEnv): shapes, same-step auto-reset, flags, statistics."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envs.catch import CatchEnv
+from envs.gymnax import GymnaxEnv
+
+NUM_ENVS = 8
+NUM_STEPS = 600
+
+
+def _cartpole_is_reset_obs(obs: np.ndarray) -> bool:
+    """gymnax CartPole starts every state variable uniformly in [-0.05, 0.05]."""
+    return bool(np.all(np.abs(obs) <= 0.05))
+
+
+def _catch_is_reset_obs(obs: np.ndarray) -> bool:
+    """Catch starts with the ball in the top row and the paddle mid-bottom (10 x 5)."""
+    board = obs.reshape(10, 5)
+    return bool(board.sum() == 2 and board[0].sum() == 1 and board[9, 2] == 1)
+
+
+def _make_cartpole(limit: int | None = None) -> GymnaxEnv:
+    overrides = {} if limit is None else {"max_steps_in_episode": limit}
+    return GymnaxEnv("CartPole-v1", **overrides)
+
+
+def _make_catch(limit: int | None = None) -> CatchEnv:
+    return CatchEnv() if limit is None else CatchEnv(max_steps=limit)
+
+
+ENVS = {
+    "gymnax-cartpole": (_make_cartpole, (4,), _cartpole_is_reset_obs),
+    "own-catch": (_make_catch, (50,), _catch_is_reset_obs),
+}
+
+
+@functools.cache
+def _rollout(name: str, limit: int | None, num_steps: int, seed: int = 0):
+    """Runs NUM_ENVS envs for ``num_steps`` random steps under jit(vmap) and lax.scan.
+
+    Returns:
+      (env, first TimeStep [B], TimeSteps [T, B], EpisodeStats after each step [T, B]) as numpy.
+    """
+    env = ENVS[name][0](limit)
+    reset_key, run_key = jax.random.split(jax.random.key(seed))
+    state, first = jax.jit(jax.vmap(env.reset))(jax.random.split(reset_key, NUM_ENVS))
+
+    def body(state, key):
+        action_key, step_key = jax.random.split(key)
+        actions = jax.random.randint(action_key, (NUM_ENVS,), 0, env.spec.num_actions)
+        state, timestep = jax.vmap(env.step)(state, actions, jax.random.split(step_key, NUM_ENVS))
+        return state, (timestep, state.stats)
+
+    run = jax.jit(lambda s, k: jax.lax.scan(body, s, jax.random.split(k, num_steps)))
+    _, (timesteps, stats) = run(state, run_key)
+    to_np = lambda tree: jax.tree.map(np.asarray, tree)
+    return env, to_np(first), to_np(timesteps), to_np(stats)
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_shapes_and_dtypes(name):
+    env, first, ts, stats = _rollout(name, None, NUM_STEPS)
+    obs_shape = ENVS[name][1]
+    assert env.spec.obs_shape == obs_shape and env.spec.obs_dtype == "float32"
+    assert first.obs.shape == (NUM_ENVS, *obs_shape) and first.obs.dtype == np.float32
+    assert first.reward.dtype == np.float32 and not first.reward.any()
+    assert first.terminated.dtype == bool and not first.terminated.any()
+    assert first.truncated.dtype == bool and not first.truncated.any()
+    assert ts.obs.shape == (NUM_STEPS, NUM_ENVS, *obs_shape) and ts.obs.dtype == np.float32
+    assert ts.reward.shape == (NUM_STEPS, NUM_ENVS) and ts.reward.dtype == np.float32
+    assert ts.terminated.dtype == bool and ts.truncated.dtype == bool
+    assert stats.running_return.dtype == np.float32
+    assert stats.running_length.dtype == np.int32
+    assert stats.completed_return.shape == (NUM_STEPS, NUM_ENVS)
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_flags_and_auto_reset(name):
+    _, first, ts, _ = _rollout(name, None, NUM_STEPS)
+    is_reset_obs = ENVS[name][2]
+    assert not (ts.terminated & ts.truncated).any()
+    done = ts.terminated | ts.truncated
+    assert done.sum() > 20, "random policy should end many episodes"
+    assert all(is_reset_obs(o) for o in first.obs)
+    for t, b in zip(*np.nonzero(done), strict=True):
+        assert is_reset_obs(ts.obs[t, b]), (t, b)
+
+
+def _check_stats_against_rewards(ts, stats):
+    """Recomputes every env's episode returns and lengths from the reward stream."""
+    num_steps, num_envs = ts.reward.shape
+    done = ts.terminated | ts.truncated
+    for b in range(num_envs):
+        ret, length, completed = 0.0, 0, (0.0, 0)
+        for t in range(num_steps):
+            ret, length = ret + float(ts.reward[t, b]), length + 1
+            if done[t, b]:
+                completed, ret, length = (ret, length), 0.0, 0
+            np.testing.assert_allclose(stats.completed_return[t, b], completed[0], rtol=1e-6)
+            assert stats.completed_length[t, b] == completed[1]
+            np.testing.assert_allclose(stats.running_return[t, b], ret, rtol=1e-6)
+            assert stats.running_length[t, b] == length
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_episode_stats_match_reward_stream(name):
+    _, _, ts, stats = _rollout(name, None, NUM_STEPS)
+    _check_stats_against_rewards(ts, stats)
+
+
+@pytest.mark.parametrize("name", sorted(ENVS))
+def test_truncation_at_time_limit(name):
+    limit = 3
+    _, _, ts, stats = _rollout(name, limit, 30)
+    # Neither CartPole (starts within 0.05 of upright) nor Catch (ends on step 9) can
+    # terminate within 3 steps: every episode is cut by the limit.
+    assert not ts.terminated.any()
+    expected = np.zeros(30, bool)
+    expected[limit - 1 :: limit] = True
+    np.testing.assert_array_equal(ts.truncated, np.repeat(expected[:, None], NUM_ENVS, 1))
+    assert (stats.completed_length[limit - 1 :] == limit).all()
+    _check_stats_against_rewards(ts, stats)
+
+
+def test_gymnax_cartpole_default_time_limit_is_500():
+    assert GymnaxEnv("CartPole-v1").params.max_steps_in_episode == 500
+
+
+def test_gymnax_minatar_obs_is_float32():
+    env = GymnaxEnv("Breakout-MinAtar")
+    assert env.spec.obs_shape == (10, 10, 4) and env.spec.num_actions == 3
+    state, ts = env.reset(jax.random.key(0))
+    state, ts = jax.jit(env.step)(state, jnp.int32(1), jax.random.key(1))
+    assert ts.obs.dtype == jnp.float32 and ts.obs.shape == (10, 10, 4)
+
+
+def test_gymnax_unknown_param_is_config_error():
+    from rlcore.config import ConfigError
+
+    with pytest.raises(ConfigError, match="max_step"):
+        GymnaxEnv("CartPole-v1", max_step=3)

@@ -1,0 +1,128 @@
+"""Runs ``make_update_fn`` on one device and sharded over 4 host devices; saves both results.
+
+Started by ``test_learner.py`` in a subprocess whose environment has
+``XLA_FLAGS=--xla_force_host_platform_device_count=4`` (XLA reads it once, at start-up, so
+the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz``.
+
+Saved arrays, for ``algo`` in ``ppo``, ``impala``:
+  ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
+  (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
+  ``check_vma=True``, as anakin/ and sebulba/ call it) or ``four_novma`` (``check_vma=False``);
+and minibatch memberships ``mb/{n}dev`` ``[E * M, b]`` of global env indices, n = 1, 2, 4.
+"""
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from rlcore import learner, optim
+from rlcore.learner import LossHParams
+from rlcore.networks import MLPActorCritic
+from rlcore.types import LearnerState, Trajectory
+
+T, B, OBS, A = 5, 16, 3, 3
+NUM_UPDATES = 3
+AXIS = "data"
+
+
+def make_trajectory(net, params, seed):
+    """Random but fixed rollout with terminations and truncations; behaviour logits close to
+    the network's so that PPO's ratios are not all clipped."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(T, B, OBS)).astype(np.float32)
+    logits, value = net.apply(params, obs.reshape(T * B, OBS))
+    terminated = rng.random((T, B)) < 0.15
+    truncated = rng.random((T, B)) < 0.1
+    return Trajectory(
+        obs=jnp.asarray(obs),
+        action=jnp.asarray(rng.integers(0, A, size=(T, B)), jnp.int32),
+        reward=jnp.asarray(rng.normal(size=(T, B)), jnp.float32),
+        terminated=jnp.asarray(terminated),
+        truncated=jnp.asarray(truncated),
+        behaviour_logits=logits.reshape(T, B, A)
+        + 0.3 * jnp.asarray(rng.normal(size=(T, B, A)), jnp.float32),
+        behaviour_value=value.reshape(T, B),
+        bootstrap_obs=jnp.asarray(rng.normal(size=(B, OBS)), jnp.float32),
+    )
+
+
+def trajectory_specs():
+    """Env axis (axis 1 of ``[T, B, ...]``, axis 0 of ``bootstrap_obs``) over ``data``."""
+    names = [f for f in Trajectory.__dataclass_fields__ if f != "bootstrap_obs"]
+    return Trajectory(**{f: P(None, AXIS) for f in names}, bootstrap_obs=P(AXIS))
+
+
+def run(algorithm, mesh):
+    net = MLPActorCritic(num_actions=A, hidden=(8,))
+    params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
+    if algorithm == "ppo":
+        opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5, total_steps=100)
+        hp = LossHParams(clip_vloss=True, norm_adv=True)
+        kw = dict(num_epochs=2, num_minibatches=2)
+    else:
+        opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5, total_steps=100)
+        hp = LossHParams(vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
+        kw = dict(num_epochs=1, num_minibatches=2)
+
+    runs = {"one": jax.jit(learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, **kw))}
+    sharded = learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, axis_name=AXIS, **kw)
+    for run_name, check_vma in (("four", True), ("four_novma", False)):
+        runs[run_name] = jax.jit(
+            jax.shard_map(
+                sharded,
+                mesh=mesh,
+                in_specs=(P(), trajectory_specs(), P()),
+                out_specs=(P(), P()),
+                check_vma=check_vma,
+            )
+        )
+
+    out = {}
+    for run_name, update in runs.items():
+        state = LearnerState(params=params, opt_state=opt.init(params),
+                             update=jnp.zeros((), jnp.int32))
+        for u in range(NUM_UPDATES):
+            traj = make_trajectory(net, params, seed=100 + u)
+            state, metrics = update(state, traj, jax.random.fold_in(jax.random.key(7), u))
+            for name in metrics.__dataclass_fields__:
+                out[f"{algorithm}/{run_name}/metrics/{name}/{u}"] = np.asarray(
+                    getattr(metrics, name))
+        assert int(state.update) == NUM_UPDATES
+        for path, leaf in jax.tree_util.tree_leaves_with_path(state.params):
+            out[f"{algorithm}/{run_name}/params/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
+    return out
+
+
+def minibatch_memberships(num_devices, num_envs=16, num_minibatches=2, num_epochs=3):
+    """Global env indices of every minibatch, ``[E * M, num_envs // M]``."""
+    key = jax.random.key(3)
+    if num_devices == 1:
+        return np.asarray(learner.minibatch_indices(key, num_envs, num_minibatches, num_epochs))
+    mesh = Mesh(np.array(jax.devices()[:num_devices]), (AXIS,))
+    local = num_envs // num_devices
+
+    def f(k):
+        idx = learner.minibatch_indices(k, local, num_minibatches, num_epochs, AXIS)
+        return idx + jax.lax.axis_index(AXIS) * local  # local -> global env index
+
+    g = jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P(), out_specs=P(None, AXIS)))
+    return np.asarray(g(key))
+
+
+def main(path):
+    assert jax.device_count() == 4, jax.devices()
+    mesh = Mesh(np.array(jax.devices()), (AXIS,))
+    out = {}
+    for algorithm in ("ppo", "impala"):
+        out.update(run(algorithm, mesh))
+    for n in (1, 2, 4):
+        out[f"mb/{n}dev"] = minibatch_memberships(n)
+    np.savez(path, **out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
