@@ -56,7 +56,7 @@ class AnakinRun:
 
     def __init__(self, config, mesh=None):
         self.config = config
-        self.mesh = distributed.data_mesh() if mesh is None else mesh
+        self.mesh = mesh_for(config) if mesh is None else mesh
         self.num_devices = self.mesh.devices.size
         self.derived = rlconfig.derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
@@ -133,6 +133,12 @@ class AnakinRun:
                                out_specs=(self.state_spec, P()))
             self._call = jax.jit(fn, donate_argnums=0)
         return self._call(state, jnp.int32(num_active))
+
+
+def mesh_for(config):
+    """The data mesh: the first ``num_devices`` devices, or all of them when 0."""
+    n = config.num_devices
+    return distributed.data_mesh(jax.devices()[:n] if n else None)
 
 
 def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
@@ -227,7 +233,13 @@ def prepare(config) -> None:
     """
     rlconfig.validate_distributed(config)
     distributed.initialize(config)
-    rlconfig.validate_common(config, jax.device_count(), registry.check_jax_env_id)
+    n = config.num_devices
+    if not (isinstance(n, int) and 0 <= n <= jax.device_count()):
+        raise rlconfig.ConfigError(
+            f"num_devices: must be 0 (all) or 1..{jax.device_count()}, got {n!r}")
+    if jax.process_count() > 1 and n not in (0, jax.device_count()):
+        raise rlconfig.ConfigError("num_devices: must be 0 (all) in a multi-process run")
+    rlconfig.validate_common(config, n or jax.device_count(), registry.check_jax_env_id)
     if not (isinstance(config.updates_per_call, int) and config.updates_per_call > 0):
         raise rlconfig.ConfigError(
             f"updates_per_call: must be a positive integer, got {config.updates_per_call!r}")

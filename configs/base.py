@@ -42,6 +42,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.checkpoint_every = 0          # 0: only at the end and on signals
     # Anakin.
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
+    c.num_devices = 0               # devices of the data mesh; 0 = every device of every process
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices
     c.learner_device_ids = (0,)

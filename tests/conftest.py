@@ -6,11 +6,19 @@
   pyproject.toml already does this inside tests; the filter here also covers code that runs
   at import and collection time.
 
-XLA_FLAGS are deliberately not set here: tests that need several host devices start a
-subprocess with ``--xla_force_host_platform_device_count`` in its environment.
+- The test session runs on 4 fake CPU devices (``--xla_force_host_platform_device_count=4``,
+  set here before JAX starts), so one-device-versus-four tests and Sebulba's actor/learner
+  splits run in-process; a test that wants one device builds a mesh of ``jax.devices()[:1]``.
+  Tests that start a subprocess (multi-process, entry points) set their own environment.
 """
 
+import os
 import warnings
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=4").strip()
 
 import jax
 

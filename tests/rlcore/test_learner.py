@@ -66,7 +66,7 @@ def test_minibatch_membership_independent_of_device_count(multidevice, num_devic
     one = multidevice["mb/1dev"]
     many = multidevice[f"mb/{num_devices}dev"]
     assert one.shape == many.shape == (3 * 2, 8)  # [epochs * minibatches, envs // M]
-    for row_one, row_many in zip(one, many):
+    for row_one, row_many in zip(one, many, strict=True):
         assert set(row_one.tolist()) == set(row_many.tolist())
     for idx in (one, many):
         for epoch in idx.reshape(3, 2 * 8):

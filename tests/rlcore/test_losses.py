@@ -181,7 +181,7 @@ def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rh
         rho = np.minimum(clip_rho, ratio[:, b])
         c = np.array(lams) * np.minimum(1.0, ratio[:, b])
         delta = np.array([reward_t + d * vn - v for reward_t, d, vn, v in
-                          zip(traj.reward[:, b], disc, v_next, value[:, b])])
+                          zip(traj.reward[:, b], disc, v_next, value[:, b], strict=True)])
         for s in range(_T):
             acc, weight = 0.0, 1.0
             for t in range(s, _T):

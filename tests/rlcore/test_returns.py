@@ -100,7 +100,7 @@ def test_step_inputs_follow_documented_rule(lam):
     reward, term, trunc, v, boot = _rollout()
     got = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam)
     want = _np_step_inputs(term, trunc, v, boot, GAMMA, lam)
-    for g, w in zip((got.discount_t, got.value_t, got.lambda_), want):
+    for g, w in zip((got.discount_t, got.value_t, got.lambda_), want, strict=True):
         assert g.shape == (T, B)
         _close(g, w)
 

@@ -1,0 +1,150 @@
+"""Anakin: agents reach the CartPole threshold, runs are reproducible, 1 vs 4 devices agree,
+bad configs exit 2, signals checkpoint first, resume continues bitwise."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from anakin.train import prepare, train
+from configs import cartpole_impala, cartpole_ppo
+from rlcore.config import ConfigError
+from rlcore.distributed import data_mesh
+from tests.helpers import best_return, read_metrics, reproducible_part
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOLVED = 475.0
+
+
+def one_device_mesh():
+    return data_mesh(jax.devices()[:1])
+
+
+@pytest.mark.parametrize("make_config", [cartpole_ppo.get_config, cartpole_impala.get_config],
+                         ids=["ppo", "impala"])
+def test_cartpole_reaches_threshold(make_config, tmp_path):
+    config = make_config()
+    rows = train(config, str(tmp_path), mesh=one_device_mesh())
+    assert rows[-1]["env_steps"] <= config.total_env_steps
+    assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
+
+
+def _short_config(**overrides):
+    config = cartpole_ppo.get_config()
+    config.total_env_steps = 16 * 32 * 30
+    config.num_envs = 16
+    config.num_steps = 32
+    config.log_every = 5
+    config.updates_per_call = 10
+    for k, v in overrides.items():
+        config[k] = v
+    return config
+
+
+def test_same_seed_same_metrics(tmp_path):
+    config = _short_config()
+    train(config, str(tmp_path / "a"), mesh=one_device_mesh())
+    train(config, str(tmp_path / "b"), mesh=one_device_mesh())
+    a, b = read_metrics(tmp_path / "a"), read_metrics(tmp_path / "b")
+    assert len(a) == 6
+    assert reproducible_part(a) == reproducible_part(b)
+    other = _short_config(seed=1)
+    train(other, str(tmp_path / "c"), mesh=one_device_mesh())
+    assert reproducible_part(read_metrics(tmp_path / "c")) != reproducible_part(a)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "impala"])
+def test_one_vs_four_devices(algorithm):
+    if jax.device_count() < 4:
+        pytest.skip("needs 4 (fake) devices")
+    config = _short_config(algorithm=algorithm, total_env_steps=16 * 32 * 5, log_every=1,
+                           updates_per_call=5)
+    one = train(config, None, mesh=one_device_mesh())
+    four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
+    assert len(one) == len(four) == 5
+    for r1, r4 in zip(one, four):
+        for key in r1:
+            if key.startswith("loss/"):
+                np.testing.assert_allclose(r1[key], r4[key], rtol=1e-4, atol=1e-4, err_msg=key)
+        assert r1["episode_return"] == pytest.approx(r4["episode_return"], rel=1e-6)
+
+
+def _run_main(args, **kw):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    return subprocess.run([sys.executable, "-m", "anakin.main", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("--config.env_id=CartPol-v1", "env_id"),
+    ("--config.num_minibatches=3", "num_minibatches"),
+    ("--config.algorithm=dqn", "algorithm"),
+    ("--config.learning_rate=-1.0", "learning_rate"),
+    ("--config.env_id=Breakout-v5", "env_id"),
+])
+def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
+    proc = _run_main(["--config=configs/cartpole_ppo.py", override, f"--workdir={tmp_path}"])
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("config error:")]
+    assert len(lines) == 1 and f"config error: {field}:" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_prepare_rejects_before_compiling():
+    config = cartpole_ppo.get_config()
+    config.updates_per_call = 0
+    with pytest.raises(ConfigError, match="^updates_per_call:"):
+        prepare(config)
+
+
+def test_sigterm_checkpoints_then_exits_143(tmp_path):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+         "--config.total_env_steps=100000000", "--config.log_every=10",
+         "--config.updates_per_call=10", f"--workdir={tmp_path}"],
+        cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    for line in proc.stderr:
+        if line.startswith("update ") or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert code == 143
+    steps = [int(d) for d in os.listdir(tmp_path / "checkpoints") if d.isdigit()]
+    assert steps and max(steps) >= 10
+    assert read_metrics(tmp_path)[-1]["update"] <= max(steps)
+
+
+def test_resume_continues_bitwise(tmp_path):
+    config = _short_config(checkpoint_every=10, log_every=5)
+    full = tmp_path / "full"
+    train(config, str(full), mesh=one_device_mesh())
+    reference = reproducible_part(read_metrics(full))
+    # Keep the checkpoint at update 10 and the metrics up to it, as if stopped there.
+    for step in os.listdir(full / "checkpoints"):
+        if step.isdigit() and int(step) > 10:
+            shutil.rmtree(full / "checkpoints" / step)
+    rows = read_metrics(full)
+    with open(full / "metrics.jsonl", "w") as f:
+        import json
+
+        for r in rows:
+            if r["update"] <= 10:
+                f.write(json.dumps(r) + "\n")
+    train(config, str(full), mesh=one_device_mesh())
+    assert reproducible_part(read_metrics(full)) == reference

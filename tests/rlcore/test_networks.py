@@ -1,0 +1,101 @@
+"""Output shapes, dtypes and initial scales of the actor-critic networks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlcore import networks
+from rlcore.types import EnvSpec
+
+N = 3  # batch
+_IMAGE = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=6)
+
+
+@pytest.fixture(scope="module")
+def image_params():
+    """Initialised params of each image network, once per module.
+
+    The orthogonal init of the 3136 x 512 (Nature) and 3872 x 256 (IMPALA) dense layers is
+    a QR decomposition that takes seconds on a small CPU, so the tests share one init.
+    """
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            net = networks.make_network(name, _IMAGE)
+            cache[name] = jax.jit(net.init)(jax.random.key(0),
+                                            jnp.zeros((1, 4, 84, 84), jnp.uint8))
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize(
+    "name,obs_shape,obs_dtype,num_actions",
+    [
+        ("mlp", (4,), "float32", 2),  # CartPole
+        ("mlp", (10, 10, 4), "float32", 6),  # MinAtar-like
+        ("mlp", (10, 10, 4), "bool", 6),  # gymnax MinAtar observations are bool
+        ("nature_cnn", (4, 84, 84), "uint8", 6),
+        ("impala_resnet", (4, 84, 84), "uint8", 6),
+    ],
+)
+def test_network_output_shapes_and_dtypes(name, obs_shape, obs_dtype, num_actions,
+                                          image_params):
+    spec = EnvSpec(obs_shape=obs_shape, obs_dtype=obs_dtype, num_actions=num_actions)
+    net = networks.make_network(name, spec)
+    rng = np.random.default_rng(0)
+    if obs_dtype == "uint8":
+        obs = rng.integers(0, 256, size=(N, *obs_shape)).astype(np.uint8)
+    else:
+        obs = (rng.random((N, *obs_shape)) < 0.5).astype(obs_dtype)
+    if obs_dtype == "uint8":
+        params = image_params(name)
+    else:
+        params = jax.jit(net.init)(jax.random.key(0), obs[:1])
+    logits, value = jax.jit(net.apply)(params, obs)
+    assert logits.shape == (N, num_actions) and logits.dtype == jnp.float32
+    assert value.shape == (N,) and value.dtype == jnp.float32
+    assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
+    # Rows are independent: one observation alone gives the same outputs.
+    logits1, value1 = jax.jit(net.apply)(params, obs[1:2])
+    np.testing.assert_allclose(logits1[0], logits[1], atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(value1[0], value[1], atol=1e-5, rtol=1e-4)
+
+
+def _col_norms(kernel):
+    return np.linalg.norm(np.asarray(kernel), axis=0)
+
+
+def test_mlp_orthogonal_init_scales():
+    """Hidden layers sqrt(2), policy head 0.01, value head 1.0; biases 0 (PureJaxRL/CleanRL).
+
+    A ``[in, out]`` orthogonal kernel with scale s has orthonormal rows (in <= out) or
+    columns (in >= out), times s.
+    """
+    net = networks.MLPActorCritic(num_actions=4, hidden=(64, 64))
+    params = net.init(jax.random.key(0), jnp.zeros((1, 8)))["params"]
+    for tower in ("actor", "critic"):
+        k0 = np.asarray(params[f"{tower}_0"]["kernel"])  # [8, 64]: rows orthogonal
+        np.testing.assert_allclose(k0 @ k0.T, 2.0 * np.eye(8), atol=1e-5)
+        k1 = np.asarray(params[f"{tower}_1"]["kernel"])  # [64, 64]
+        np.testing.assert_allclose(k1.T @ k1, 2.0 * np.eye(64), atol=1e-4)
+    policy = np.asarray(params["policy"]["kernel"])  # [64, 4]: columns orthogonal
+    np.testing.assert_allclose(policy.T @ policy, 1e-4 * np.eye(4), atol=1e-8)
+    assert np.abs(policy).max() < 0.01
+    value = np.asarray(params["value"]["kernel"])  # [64, 1]
+    np.testing.assert_allclose(_col_norms(value), [1.0], atol=1e-5)
+    for leaf_path, leaf in jax.tree_util.tree_leaves_with_path(params):
+        if "bias" in jax.tree_util.keystr(leaf_path):
+            np.testing.assert_array_equal(leaf, 0.0)
+    # So the initial policy is near uniform.
+    logits, _ = net.apply({"params": params}, jax.random.normal(jax.random.key(1), (5, 8)))
+    assert np.abs(np.asarray(logits)).max() < 0.1
+
+
+@pytest.mark.parametrize("name", ["nature_cnn", "impala_resnet"])
+def test_image_network_head_scales(name, image_params):
+    heads = image_params(name)["params"]["_Heads_0"]
+    np.testing.assert_allclose(_col_norms(heads["policy"]["kernel"]), 0.01, rtol=1e-4)
+    np.testing.assert_allclose(_col_norms(heads["value"]["kernel"]), 1.0, rtol=1e-4)

@@ -1,0 +1,183 @@
+"""Sebulba on fake CPU devices: thresholds, timing-independent pipelines, layout-independent
+data, seeds, Atari smoke runs, failures and thread hygiene."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import jax
+import numpy as np
+import pytest
+
+from configs import atari_impala, atari_ppo, cartpole_impala_sebulba, cartpole_ppo_sebulba
+from rlcore.config import ConfigError
+from rlcore.seeding import host_env_seed
+from sebulba import pipeline
+from sebulba.train import prepare, train
+from tests.helpers import best_return, read_metrics, reproducible_part
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOLVED = 475.0
+
+needs_4 = pytest.mark.skipif(jax.device_count() < 4, reason="needs 4 (fake) devices")
+
+
+def actor_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("actor-")]
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_a_test():
+    yield
+    assert actor_threads() == []
+
+
+def _split(config):
+    config.actor_device_ids = (0,)
+    config.learner_device_ids = (1, 2, 3)
+    return config
+
+
+@needs_4
+@pytest.mark.parametrize("make_config", [cartpole_ppo_sebulba.get_config,
+                                         cartpole_impala_sebulba.get_config],
+                         ids=["ppo", "impala"])
+def test_cartpole_reaches_threshold_actor0_learners123(make_config, tmp_path):
+    config = _split(make_config())
+    prepare(config)
+    rows = train(config, str(tmp_path))
+    assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
+
+
+def _small(pipeline_mode, threads, jitter=0, **overrides):
+    config = _split(cartpole_ppo_sebulba.get_config())
+    config.pipeline = pipeline_mode
+    config.num_actor_threads = threads
+    config.num_envs = 12
+    config.num_steps = 16
+    config.num_minibatches = 2
+    config.total_env_steps = 12 * 16 * 6
+    config.log_every = 1
+    config.debug.actor_jitter_ms = jitter
+    for k, v in overrides.items():
+        config[k] = v
+    prepare(config)
+    return config
+
+
+@needs_4
+@pytest.mark.parametrize("mode", ["cleanba", "sync"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_jitter_does_not_change_metrics(mode, threads, tmp_path):
+    train(_small(mode, threads), str(tmp_path / "plain"))
+    train(_small(mode, threads, jitter=25), str(tmp_path / "jitter"))
+    plain, jittered = read_metrics(tmp_path / "plain"), read_metrics(tmp_path / "jitter")
+    assert len(plain) == 6
+    assert reproducible_part(plain) == reproducible_part(jittered)
+    expected_lag = 0.0 if mode == "sync" else 1.0
+    assert [r["params_lag"] for r in plain[2:]] == [expected_lag] * 4
+
+
+def _batches(config, updates=3):
+    seen = {}
+
+    def on_batch(update, batch):
+        if update < updates:
+            seen[update] = jax.tree.map(np.asarray, batch)
+
+    train(config, None, on_batch=on_batch)
+    return seen
+
+
+@needs_4
+@pytest.mark.parametrize("actors, threads", [((0,), 2), ((0, 1), 1), ((0, 1), 2)])
+def test_learner_data_independent_of_actor_layout(actors, threads):
+    base = _batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)))
+    other = _batches(_small("sync", threads, actor_device_ids=actors,
+                            learner_device_ids=(2, 3)))
+    for u in base:
+        b, o = base[u], other[u]
+        for name in ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs"):
+            np.testing.assert_array_equal(getattr(b, name), getattr(o, name), err_msg=name)
+        np.testing.assert_allclose(b.behaviour_logits, o.behaviour_logits, atol=1e-5)
+        np.testing.assert_allclose(b.behaviour_value, o.behaviour_value, atol=1e-5)
+
+
+def test_no_two_envs_share_a_seed():
+    """Seeds are base + global env index; thread blocks tile the global index range."""
+    num_envs, processes, actors, threads = 48, 2, 2, 3
+    firsts = []
+    for p in range(processes):
+        layout = pipeline.Layout(num_envs=num_envs, num_processes=processes, process_index=p,
+                                 actor_devices=tuple(range(actors)), num_threads=threads,
+                                 learner_mesh=None)
+        firsts += [layout.thread_offset(a, j) for a in range(actors) for j in range(threads)]
+        per_thread = layout.envs_per_thread
+    seeds = [host_env_seed(0) + f + i for f in firsts for i in range(per_thread)]
+    assert sorted(seeds) == list(range(num_envs))
+    resumed = [host_env_seed(0, 7) + f + i for f in firsts for i in range(per_thread)]
+    assert len(set(resumed)) == num_envs and set(resumed) != set(seeds)
+
+
+@pytest.mark.parametrize("make_config", [atari_ppo.get_config, atari_impala.get_config],
+                         ids=["ppo", "impala"])
+def test_atari_smoke_three_updates(make_config):
+    config = make_config()
+    config.num_envs = 4
+    config.num_actor_threads = 2
+    config.num_steps = 8
+    config.num_minibatches = 2
+    config.update_unroll = 1          # tiny batch: compile time matters more than speed
+    config.total_env_steps = 4 * 8 * 3
+    config.log_every = 1
+    prepare(config)
+    rows = train(config, None)
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        losses = [v for k, v in r.items() if k.startswith("loss/")]
+        assert losses and np.all(np.isfinite(losses)), r
+
+
+@needs_4
+def test_actor_failure_reaches_main_thread_and_stops_all():
+    config = _small("cleanba", 2, fail_actor_at_update=-1, queue_timeout_s=60.0)
+    config.debug.fail_actor_at_update = 2
+    with pytest.raises(RuntimeError, match="fail_actor_at_update"):
+        train(config, None)
+
+
+@needs_4
+def test_nan_rewards_fail_the_run():
+    config = _small("sync", 1)
+    config.debug.nan_at_update = 1
+    with pytest.raises(FloatingPointError, match="update 1"):
+        train(config, None)
+
+
+@pytest.mark.parametrize("override, field", [
+    ("--config.pipeline=fast", "pipeline"),
+    ("--config.learner_device_ids=5", "learner_device_ids"),
+    ("--config.num_envs=25", "num_envs"),
+    ("--config.env_id=CartPole-v9", "env_id"),
+    ("--config.num_actor_threads=0", "num_actor_threads"),
+])
+def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sebulba.main", "--config=configs/cartpole_ppo_sebulba.py",
+         override, f"--workdir={tmp_path}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("config error:")]
+    assert len(lines) == 1 and f"config error: {field}:" in lines[0], proc.stderr
+
+
+def test_prepare_rejects_envs_that_do_not_split():
+    config = cartpole_ppo_sebulba.get_config()
+    config.num_actor_threads = 5
+    with pytest.raises(ConfigError, match="^num_envs:"):
+        prepare(config)
