@@ -214,7 +214,8 @@ def _log(logger, window, update, derived, call_s_per_update) -> None:
     scalars = {f"loss/{k}": float(np.mean([w[k] for w in window])) for k in window[0]}
     scalars["time/update_s"] = call_s_per_update
     window.clear()
-    logger.log(update, update * derived.steps_per_update, scalars)
+    logger.log(update, update * derived.steps_per_update, scalars,
+               sps=derived.steps_per_update / call_s_per_update)
 
 
 def _maybe_checkpoint(ckpt, config, state, update, total) -> None:

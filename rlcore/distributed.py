@@ -17,8 +17,8 @@ def initialize(config) -> None:
     """
     if config.num_processes <= 1:
         return
-    if jax.default_backend() == "cpu" or config.get("cpu_collectives", True):
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # Only affects CPU devices; must not query the backend before initialize().
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(
         coordinator_address=config.coordinator_address,
         num_processes=config.num_processes,

@@ -85,11 +85,17 @@ class MetricsLogger:
                 self._tb = SummaryWriter(logdir=workdir)
         self.history: list[dict] = []
 
-    def log(self, update: int, env_steps: int, scalars: Mapping[str, float]) -> dict:
-        """Writes one line; ``scalars`` holds ``loss/...`` and ``time/...`` values."""
+    def log(self, update: int, env_steps: int, scalars: Mapping[str, float],
+            sps: float | None = None) -> dict:
+        """Writes one line; ``scalars`` holds ``loss/...`` and ``time/...`` values.
+
+        ``sps`` defaults to env steps per second since the previous line; callers that log
+        several lines per measured interval (Anakin's multi-update calls) pass their own.
+        """
         now = time.perf_counter()
         last_time, last_steps = self._last
-        sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
+        if sps is None:
+            sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
         self._last = (now, env_steps)
         ep_return, ep_length = self.episodes.means()
         self.episodes.reset()

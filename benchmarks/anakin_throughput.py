@@ -1,0 +1,253 @@
+"""Anakin throughput: raw jittable-env steps/s vs Anakin PPO training SPS, with a breakdown.
+
+For each ``num_envs`` it measures, on the default (first) device:
+
+(a) env steps/s of the jittable env alone: one jitted ``lax.scan`` of ``num_steps`` vmapped
+    ``env.step`` calls with uniform random actions;
+(b) training SPS of Anakin PPO (``configs/cartpole_ppo.py`` with that ``num_envs``, one
+    device, ``num_steps`` 128, 4 minibatches, 4 epochs, 10 updates per call) over several
+    calls after the first (compiling) call, whose time is reported too;
+(c) per update: the rollout alone (``make_rollout_fn``, same params and envs) and the update
+    alone (``make_update_fn`` on a trajectory of the same shape), each run ``updates_per_call``
+    times inside one jitted scan like the training call; "other" is the training time per
+    update minus the two (the skip ``cond``, episode sums, fusion lost at the rollout/update
+    seam, dispatch and host sync).
+
+It also times the first update of the unmodified CartPole configs (build + init + first call,
+incl. compile), measured first so that little is compiled beforehand.
+
+Run: ``python -m benchmarks.anakin_throughput [--num_envs=64,512,2048] [--json_out=f.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+
+from anakin.rollout import reset_envs
+from anakin.train import AnakinRun, prepare
+from benchmarks.common import format_table, timed
+from envs import registry
+from rlcore import config as rlconfig
+from rlcore.learner import make_update_fn
+
+HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "train/env ratio",
+           "rollout ms/update", "update ms/update", "other ms/update", "first call s")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line flags."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--env_id", default="CartPole-v1")
+    p.add_argument("--num_envs", default="64,512,2048", help="comma-separated env counts")
+    p.add_argument("--num_steps", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed calls after warm-up (halved, min 1, above 512 envs)")
+    p.add_argument("--min_env_s", type=float, default=0.5,
+                   help="time the random-env scan for at least this long")
+    p.add_argument("--first_update_configs", default="cartpole_ppo,cartpole_impala",
+                   help="configs/<name>.py whose time to first update is measured ('' = none)")
+    p.add_argument("--json_out", default="")
+    return p.parse_args(argv)
+
+
+def bench_config(env_id: str, num_envs: int, num_steps: int):
+    """``configs/cartpole_ppo.py`` overridden to the benchmark sizes."""
+    c = importlib.import_module("configs.cartpole_ppo").get_config()
+    c.env_id = env_id
+    c.num_envs = num_envs
+    c.num_devices = 1
+    c.num_steps = num_steps
+    c.num_minibatches = 4
+    c.num_epochs = 4
+    c.updates_per_call = 10
+    c.total_env_steps = max(c.total_env_steps, 1000 * num_envs * num_steps)
+    return c
+
+
+def repeats_for(num_envs: int, repeats: int) -> int:
+    """Fewer timed calls for the big batches, to keep the run short."""
+    return repeats if num_envs <= 512 else max(1, repeats // 2)
+
+
+# --- (a) the env alone -------------------------------------------------------------------
+
+
+def make_random_steps(env, num_envs: int, num_steps: int):
+    """Jitted ``(state, key) -> (state, checksum [T])``: ``num_steps`` random-action steps."""
+    step = jax.vmap(env.step)
+    num_actions = env.spec.num_actions
+
+    def one_step(key, state, t):
+        k_act, k_env = jax.random.split(jax.random.fold_in(key, t))
+        action = jax.random.randint(k_act, (num_envs,), 0, num_actions)
+        state, ts = step(state, action, jax.random.split(k_env, num_envs))
+        # Using obs and reward keeps XLA from dropping their computation.
+        return state, jnp.sum(ts.obs) + jnp.sum(ts.reward)
+
+    def run(state, key):
+        return jax.lax.scan(lambda s, t: one_step(key, s, t), state, jnp.arange(num_steps))
+
+    return jax.jit(run)
+
+
+def random_env_sps(env_id: str, num_envs: int, num_steps: int, min_s: float) -> float:
+    """Env steps/s of ``num_envs`` envs stepped with random actions (after a warm-up call)."""
+    env = registry.make_jax_env(env_id)
+    key = jax.random.key(1)
+    state = reset_envs(env, key, jnp.arange(num_envs)).state
+    fn = make_random_steps(env, num_envs, num_steps)
+    state, _ = jax.block_until_ready(fn(state, key))
+    calls, total = 0, 0.0
+    while calls < 3 or total < min_s:
+        (state, _), dt = timed(lambda: fn(state, jax.random.fold_in(key, calls)))
+        calls, total = calls + 1, total + dt
+    return num_envs * num_steps * calls / total
+
+
+# --- (b) training ------------------------------------------------------------------------
+
+
+def train_timing(run: AnakinRun, repeats: int) -> dict:
+    """First-call seconds (incl. compile) and seconds per update over ``repeats`` calls."""
+    k = run.config.updates_per_call
+    state = jax.block_until_ready(run.init_state())
+    (state, _), first_s = timed(lambda: run.call(state, k))
+    total = 0.0
+    for _ in range(repeats):
+        (state, _), dt = timed(lambda: run.call(state, k))
+        total += dt
+    return {"first_call_s": first_s, "update_s": total / (repeats * k)}
+
+
+# --- (c) breakdown -----------------------------------------------------------------------
+
+
+def scan_k(step, k: int):
+    """Jit of ``k`` steps ``carry = step(carry, i, *args)`` in one ``lax.scan``."""
+
+    def many(carry, *args):
+        body = lambda c, i: (step(c, i, *args), None)
+        return jax.lax.scan(body, carry, jnp.arange(k))[0]
+
+    return jax.jit(many)
+
+
+def time_per_step(fn, carry, args, k: int, repeats: int):
+    """Seconds per step of ``fn = scan_k(..., k)`` over ``repeats`` calls after a warm-up;
+    returns ``(seconds, last carry)``."""
+    carry = jax.block_until_ready(fn(carry, *args))
+    total = 0.0
+    for _ in range(repeats):
+        carry, dt = timed(lambda: fn(carry, *args))
+        total += dt
+    return total / (repeats * k), carry
+
+
+def rollout_timing(run: AnakinRun, repeats: int):
+    """Seconds per rollout (same params, envs, roots and env ids as training) and the last
+    trajectory ``[T, B]`` produced."""
+    k = run.config.updates_per_call
+    state = run.init_state()
+    roots = (run.roots.action, run.roots.env)
+    env_ids = jnp.arange(run.config.num_envs)
+
+    def step(carry, u, params):
+        envs, _ = carry  # the trajectory rides in the carry so XLA keeps building it
+        envs, traj, _ = run.rollout(params, envs, roots, env_ids, u)
+        return envs, traj
+
+    shape = jax.eval_shape(lambda: step((state.envs, None), 0, state.learner.params))[1]
+    traj0 = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
+    fn = scan_k(step, k)
+    seconds, (_, traj) = time_per_step(fn, (state.envs, traj0), (state.learner.params,),
+                                       k, repeats)
+    return seconds, traj
+
+
+def update_timing(run: AnakinRun, traj, repeats: int) -> float:
+    """Seconds per update (same optimizer, epochs, minibatches; single device, so no
+    ``pmean``) on the fixed trajectory ``traj``."""
+    c = run.config
+    update = make_update_fn(c.algorithm, run.network.apply, run.optimizer,
+                            num_epochs=c.num_epochs, num_minibatches=c.num_minibatches,
+                            hparams=rlconfig.loss_hparams(c), unroll=rlconfig.unroll(c))
+
+    def step(learner, u, traj):
+        return update(learner, traj, jax.random.fold_in(run.roots.update, u))[0]
+
+    learner = run.init_state().learner
+    seconds, _ = time_per_step(scan_k(step, c.updates_per_call), learner, (traj,),
+                               c.updates_per_call, repeats)
+    return seconds
+
+
+# --- per size and first update -----------------------------------------------------------
+
+
+def bench_size(args, num_envs: int) -> dict:
+    """All measurements for one ``num_envs``."""
+    repeats = repeats_for(num_envs, args.repeats)
+    env_sps = random_env_sps(args.env_id, num_envs, args.num_steps, args.min_env_s)
+    run = AnakinRun(bench_config(args.env_id, num_envs, args.num_steps))
+    train = train_timing(run, repeats)
+    rollout_s, traj = rollout_timing(run, repeats)
+    update_s = update_timing(run, traj, repeats)
+    steps = num_envs * args.num_steps
+    return {
+        "num_envs": num_envs, "repeats": repeats, "env_sps": env_sps,
+        "train_sps": steps / train["update_s"], "train_update_s": train["update_s"],
+        "first_call_s": train["first_call_s"], "rollout_s": rollout_s, "update_s": update_s,
+        "other_s": train["update_s"] - rollout_s - update_s,
+    }
+
+
+def first_update_s(name: str) -> dict:
+    """Build + init + first call (incl. compile) of the unmodified ``configs/<name>.py``."""
+    config = importlib.import_module(f"configs.{name}").get_config()
+    t0 = time.perf_counter()
+    prepare(config)
+    run = AnakinRun(config)
+    state = run.init_state()
+    _, call_s = timed(lambda: run.call(state, config.updates_per_call))
+    return {"config": name, "seconds": time.perf_counter() - t0, "first_call_s": call_s,
+            "updates_in_call": config.updates_per_call}
+
+
+def table_rows(results: list[dict]) -> list[list[str]]:
+    """One formatted row per size."""
+    ms = lambda s: f"{1e3 * s:.2f}"
+    return [[r["num_envs"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
+             f"{r['train_sps'] / r['env_sps']:.3f}", ms(r["rollout_s"]), ms(r["update_s"]),
+             ms(r["other_s"]), f"{r['first_call_s']:.1f}"] for r in results]
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    names = [n for n in args.first_update_configs.split(",") if n]
+    first = [first_update_s(n) for n in names]
+    results = []
+    for n in (int(x) for x in args.num_envs.split(",")):
+        results.append(bench_size(args, n))
+        print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}")
+    print(format_table(HEADERS, table_rows(results)))
+    for f in first:
+        print(f"time to first update, configs/{f['config']}.py: {f['seconds']:.1f} s "
+              f"(first call of {f['updates_in_call']} updates: {f['first_call_s']:.1f} s)")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+    if args.json_out:
+        with open(args.json_out, "w") as fh:
+            json.dump({"env_id": args.env_id, "num_steps": args.num_steps,
+                       "device": str(jax.devices()[0]), "results": results,
+                       "first_update": first}, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
