@@ -8,10 +8,13 @@ For each ``num_envs`` it measures, on the default (first) device:
     device, ``num_steps`` 128, 4 minibatches, 4 epochs, 10 updates per call) over several
     calls after the first (compiling) call, whose time is reported too;
 (c) per update: the rollout alone (``make_rollout_fn``, same params and envs) and the update
-    alone (``make_update_fn`` on a trajectory of the same shape), each run ``updates_per_call``
-    times inside one jitted scan like the training call; "other" is the training time per
-    update minus the two (the skip ``cond``, episode sums, fusion lost at the rollout/update
-    seam, dispatch and host sync).
+    alone (``make_update_fn`` on a trajectory of the same shape), several per jitted scan like
+    the training call; "other" is the training time per update minus the two (the skip
+    ``cond``, episode sums, fusion lost or won at the rollout/update seam, dispatch, host
+    sync, and measurement noise).
+
+Every timing is the best of its timed calls (the host may be shared; the mean training time
+is in the JSON too), after a warm-up or ahead-of-time compile.
 
 It also times the first update of the unmodified CartPole configs (build + init + first call,
 incl. compile), measured first so that little is compiled beforehand.
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import os
 import time
 
 import jax
@@ -31,7 +36,7 @@ import jax.numpy as jnp
 
 from anakin.rollout import reset_envs
 from anakin.train import AnakinRun, prepare
-from benchmarks.common import format_table, timed
+from benchmarks.common import format_table, time_calls, timed
 from envs import registry
 from rlcore import config as rlconfig
 from rlcore.learner import make_update_fn
@@ -75,11 +80,17 @@ def repeats_for(num_envs: int, repeats: int) -> int:
     return repeats if num_envs <= 512 else max(1, repeats // 2)
 
 
+def breakdown_k(num_envs: int, updates_per_call: int) -> int:
+    """Rollouts (updates) per call in the breakdown: as in training, but 2 for the big
+    batches (their per-call overhead is negligible there, their run time is not)."""
+    return updates_per_call if num_envs <= 512 else min(2, updates_per_call)
+
+
 # --- (a) the env alone -------------------------------------------------------------------
 
 
 def make_random_steps(env, num_envs: int, num_steps: int):
-    """Jitted ``(state, key) -> (state, checksum [T])``: ``num_steps`` random-action steps."""
+    """``(state, key) -> (state, checksum [T])``: ``num_steps`` random-action steps."""
     step = jax.vmap(env.step)
     num_actions = env.spec.num_actions
 
@@ -93,66 +104,62 @@ def make_random_steps(env, num_envs: int, num_steps: int):
     def run(state, key):
         return jax.lax.scan(lambda s, t: one_step(key, s, t), state, jnp.arange(num_steps))
 
-    return jax.jit(run)
+    return run
 
 
 def random_env_sps(env_id: str, num_envs: int, num_steps: int, min_s: float) -> float:
-    """Env steps/s of ``num_envs`` envs stepped with random actions (after a warm-up call)."""
+    """Env steps/s of ``num_envs`` envs stepped with random actions: best call of enough
+    calls (at least 3) to fill ``min_s`` seconds, after a warm-up call."""
     env = registry.make_jax_env(env_id)
     key = jax.random.key(1)
     state = reset_envs(env, key, jnp.arange(num_envs)).state
-    fn = make_random_steps(env, num_envs, num_steps)
-    state, _ = jax.block_until_ready(fn(state, key))
-    calls, total = 0, 0.0
-    while calls < 3 or total < min_s:
-        (state, _), dt = timed(lambda: fn(state, jax.random.fold_in(key, calls)))
-        calls, total = calls + 1, total + dt
-    return num_envs * num_steps * calls / total
+    fn = jax.jit(make_random_steps(env, num_envs, num_steps))
+    step = lambda c: (fn(c[0], jax.random.fold_in(key, c[1]))[0], c[1] + 1)
+    carry, (warm_s,) = time_calls(step, (state, 0), 1)
+    _, estimate = time_calls(step, carry, 1)
+    _, seconds = time_calls(step, carry, max(3, math.ceil(min_s / estimate[0])))
+    return num_envs * num_steps / min(seconds)
 
 
 # --- (b) training ------------------------------------------------------------------------
 
 
 def train_timing(run: AnakinRun, repeats: int) -> dict:
-    """First-call seconds (incl. compile) and seconds per update over ``repeats`` calls."""
+    """First-call seconds (incl. compile) and seconds per update: best and mean of ``repeats``
+    calls after the first."""
     k = run.config.updates_per_call
+    step = lambda state: run.call(state, k)[0]
     state = jax.block_until_ready(run.init_state())
-    (state, _), first_s = timed(lambda: run.call(state, k))
-    total = 0.0
-    for _ in range(repeats):
-        (state, _), dt = timed(lambda: run.call(state, k))
-        total += dt
-    return {"first_call_s": first_s, "update_s": total / (repeats * k)}
+    state, (first_s,) = time_calls(step, state, 1)
+    _, seconds = time_calls(step, state, repeats)
+    return {"first_call_s": first_s, "update_s": min(seconds) / k,
+            "update_mean_s": sum(seconds) / (len(seconds) * k)}
 
 
 # --- (c) breakdown -----------------------------------------------------------------------
 
 
 def scan_k(step, k: int):
-    """Jit of ``k`` steps ``carry = step(carry, i, *args)`` in one ``lax.scan``."""
+    """``many(carry, *args)``: ``k`` steps ``carry = step(carry, i, *args)`` in one scan."""
 
     def many(carry, *args):
         body = lambda c, i: (step(c, i, *args), None)
         return jax.lax.scan(body, carry, jnp.arange(k))[0]
 
-    return jax.jit(many)
+    return many
 
 
-def time_per_step(fn, carry, args, k: int, repeats: int):
-    """Seconds per step of ``fn = scan_k(..., k)`` over ``repeats`` calls after a warm-up;
-    returns ``(seconds, last carry)``."""
-    carry = jax.block_until_ready(fn(carry, *args))
-    total = 0.0
-    for _ in range(repeats):
-        carry, dt = timed(lambda: fn(carry, *args))
-        total += dt
-    return total / (repeats * k), carry
+def best_per_step(many, carry, args, k: int, repeats: int):
+    """Best seconds per step of ``many = scan_k(..., k)`` over ``repeats`` calls, compiled
+    ahead (no warm-up run); returns ``(seconds, last carry)``."""
+    fn = jax.jit(many).lower(carry, *args).compile()
+    carry, seconds = time_calls(lambda c: fn(c, *args), carry, repeats)
+    return min(seconds) / k, carry
 
 
-def rollout_timing(run: AnakinRun, repeats: int):
-    """Seconds per rollout (same params, envs, roots and env ids as training) and the last
-    trajectory ``[T, B]`` produced."""
-    k = run.config.updates_per_call
+def rollout_timing(run: AnakinRun, k: int, repeats: int):
+    """Seconds per rollout (same params, envs, roots and env ids as training, ``k`` rollouts
+    per call) and the last trajectory ``[T, B]`` produced."""
     state = run.init_state()
     roots = (run.roots.action, run.roots.env)
     env_ids = jnp.arange(run.config.num_envs)
@@ -164,15 +171,14 @@ def rollout_timing(run: AnakinRun, repeats: int):
 
     shape = jax.eval_shape(lambda: step((state.envs, None), 0, state.learner.params))[1]
     traj0 = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
-    fn = scan_k(step, k)
-    seconds, (_, traj) = time_per_step(fn, (state.envs, traj0), (state.learner.params,),
-                                       k, repeats)
+    seconds, (_, traj) = best_per_step(scan_k(step, k), (state.envs, traj0),
+                                       (state.learner.params,), k, repeats)
     return seconds, traj
 
 
-def update_timing(run: AnakinRun, traj, repeats: int) -> float:
+def update_timing(run: AnakinRun, traj, k: int, repeats: int) -> float:
     """Seconds per update (same optimizer, epochs, minibatches; single device, so no
-    ``pmean``) on the fixed trajectory ``traj``."""
+    ``pmean``) on the fixed trajectory ``traj``, ``k`` updates per call."""
     c = run.config
     update = make_update_fn(c.algorithm, run.network.apply, run.optimizer,
                             num_epochs=c.num_epochs, num_minibatches=c.num_minibatches,
@@ -182,8 +188,7 @@ def update_timing(run: AnakinRun, traj, repeats: int) -> float:
         return update(learner, traj, jax.random.fold_in(run.roots.update, u))[0]
 
     learner = run.init_state().learner
-    seconds, _ = time_per_step(scan_k(step, c.updates_per_call), learner, (traj,),
-                               c.updates_per_call, repeats)
+    seconds, _ = best_per_step(scan_k(step, k), learner, (traj,), k, repeats)
     return seconds
 
 
@@ -196,12 +201,14 @@ def bench_size(args, num_envs: int) -> dict:
     env_sps = random_env_sps(args.env_id, num_envs, args.num_steps, args.min_env_s)
     run = AnakinRun(bench_config(args.env_id, num_envs, args.num_steps))
     train = train_timing(run, repeats)
-    rollout_s, traj = rollout_timing(run, repeats)
-    update_s = update_timing(run, traj, repeats)
+    k = breakdown_k(num_envs, run.config.updates_per_call)
+    rollout_s, traj = rollout_timing(run, k, repeats)
+    update_s = update_timing(run, traj, k, repeats)
     steps = num_envs * args.num_steps
     return {
-        "num_envs": num_envs, "repeats": repeats, "env_sps": env_sps,
+        "num_envs": num_envs, "repeats": repeats, "breakdown_k": k, "env_sps": env_sps,
         "train_sps": steps / train["update_s"], "train_update_s": train["update_s"],
+        "train_update_mean_s": train["update_mean_s"],
         "first_call_s": train["first_call_s"], "rollout_s": rollout_s, "update_s": update_s,
         "other_s": train["update_s"] - rollout_s - update_s,
     }
@@ -236,7 +243,9 @@ def main(argv=None) -> None:
     for n in (int(x) for x in args.num_envs.split(",")):
         results.append(bench_size(args, n))
         print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-    print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}, "
+          f"load average at end {load}")
     print(format_table(HEADERS, table_rows(results)))
     for f in first:
         print(f"time to first update, configs/{f['config']}.py: {f['seconds']:.1f} s "
@@ -245,7 +254,8 @@ def main(argv=None) -> None:
     if args.json_out:
         with open(args.json_out, "w") as fh:
             json.dump({"env_id": args.env_id, "num_steps": args.num_steps,
-                       "device": str(jax.devices()[0]), "results": results,
+                       "device": str(jax.devices()[0]), "load_avg_end": os.getloadavg(),
+                       "results": results,
                        "first_update": first}, fh, indent=2)
 
 

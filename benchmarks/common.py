@@ -23,3 +23,16 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn())
     return out, time.perf_counter() - t0
+
+
+def time_calls(step: Callable[[Any], Any], carry: Any, calls: int) -> tuple[Any, list[float]]:
+    """Runs ``carry = step(carry)`` ``calls`` times, blocking after each.
+
+    Returns ``(last carry, [seconds of each call])``.
+    """
+    seconds = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        carry = jax.block_until_ready(step(carry))
+        seconds.append(time.perf_counter() - t0)
+    return carry, seconds

@@ -7,7 +7,8 @@ the test process itself cannot switch). Usage: ``python multidevice_learner_scri
 Saved arrays, for ``algo`` in ``ppo``, ``impala``:
   ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
   (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
-  ``check_vma=True``, as anakin/ and sebulba/ call it) or ``four_novma`` (``check_vma=False``);
+  ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only) or ``four_novma``
+  (``check_vma=False``);
 and minibatch memberships ``mb/{n}dev`` ``[E * M, b]`` of global env indices, n = 1, 2, 4.
 """
 
@@ -70,7 +71,10 @@ def run(algorithm, mesh):
 
     runs = {"one": jax.jit(learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, **kw))}
     sharded = learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, axis_name=AXIS, **kw)
-    for run_name, check_vma in (("four", True), ("four_novma", False)):
+    # The default check_vma=True only for PPO: both algorithms share the gradient step.
+    variants = (("four", True), ("four_novma", False)) if algorithm == "ppo" else (
+        ("four_novma", False),)
+    for run_name, check_vma in variants:
         runs[run_name] = jax.jit(
             jax.shard_map(
                 sharded,
