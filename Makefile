@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	rm -rf runs/demo
 	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=runs/demo
 
 test: $(STAMP)

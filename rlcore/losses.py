@@ -64,7 +64,7 @@ def _flatten_time(x):
 
 
 def _apply_time_major(params, apply_fn, obs):
-    """Runs the network on ``[T, b, *obs_shape]``; returns logits ``[T, b, A]``, value ``[T, b]``."""
+    """Network on ``[T, b, *obs_shape]``; returns ``[T, b, A]`` logits, ``[T, b]`` values."""
     t, b = obs.shape[:2]
     logits, value = apply_fn(params, _flatten_time(obs))
     return logits.reshape((t, b) + logits.shape[1:]), value.reshape((t, b))

@@ -41,7 +41,15 @@ def per_env_keys(root, env_ids, *path):
 
 
 def sample_actions(keys, logits):
-    """One categorical (Gumbel-max) sample per row: ``keys [B]``, ``logits [B, A]`` -> int32 ``[B]``."""
+    """One categorical (Gumbel-max) sample per row.
+
+    Args:
+      keys: ``[B]`` PRNG keys.
+      logits: ``[B, A]``.
+
+    Returns:
+      int32 ``[B]`` actions.
+    """
     return jax.vmap(jax.random.categorical)(keys, logits).astype("int32")
 
 

@@ -73,7 +73,8 @@ def put(q: queue.Queue, item, stop: StopControl, timeout_s: float) -> float:
             return time.perf_counter() - start
         except queue.Full:
             if time.perf_counter() - start > timeout_s:
-                raise TimeoutError(f"rollout queue full for {timeout_s} s (learner stalled?)")
+                raise TimeoutError(
+                    f"rollout queue full for {timeout_s} s (learner stalled?)") from None
 
 
 def get(q: queue.Queue, stop: StopControl, timeout_s: float):
@@ -86,7 +87,7 @@ def get(q: queue.Queue, stop: StopControl, timeout_s: float):
             return q.get(timeout=POLL_S), time.perf_counter() - start
         except queue.Empty:
             if time.perf_counter() - start > timeout_s:
-                raise TimeoutError(f"no rollout for {timeout_s} s (actors stalled?)")
+                raise TimeoutError(f"no rollout for {timeout_s} s (actors stalled?)") from None
 
 
 def params_version(pipeline: str, rollout: int, start: int) -> int | None:

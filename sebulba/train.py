@@ -185,12 +185,12 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                     if ckpt is not None:
                         ckpt.save(done, state)
                     raise SystemExit(flag.exit_code)
-    except pipeline.PipelineStopped:
+    except pipeline.PipelineStopped as stopped:
         stop.raise_if_failed()
         if flag.exit_code is not None:
             if ckpt is not None:
                 ckpt.save(int(distributed.to_host(state.update)), state)
-            raise SystemExit(flag.exit_code)
+            raise SystemExit(flag.exit_code) from stopped
         raise
     finally:
         stop.stop()
