@@ -52,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num_envs", default="64,512,2048", help="comma-separated env counts")
     p.add_argument("--num_steps", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3,
-                   help="timed calls after warm-up (halved, min 1, above 512 envs)")
+                   help="timed calls after warm-up (halved, rounded up, above 512 envs)")
     p.add_argument("--min_env_s", type=float, default=0.5,
                    help="time the random-env scan for at least this long")
     p.add_argument("--first_update_configs", default="cartpole_ppo,cartpole_impala",
@@ -77,7 +77,7 @@ def bench_config(env_id: str, num_envs: int, num_steps: int):
 
 def repeats_for(num_envs: int, repeats: int) -> int:
     """Fewer timed calls for the big batches, to keep the run short."""
-    return repeats if num_envs <= 512 else max(1, repeats // 2)
+    return repeats if num_envs <= 512 else max(1, (repeats + 1) // 2)
 
 
 def breakdown_k(num_envs: int, updates_per_call: int) -> int:

@@ -161,10 +161,16 @@ def make_update_fn(
 
     def gradient_step(carry, batch):
         params, opt_state = carry
-        (_, metrics), grads = grad_fn(params, batch)
         if axis_name is not None:
+            # Differentiate per-device copies: under shard_map's replication typing the
+            # gradient of replicated params would otherwise arrive already summed over the
+            # axis (N times the mean); the pmean below then averages the local gradients.
+            local_params = jax.lax.pcast(params, axis_name, to="varying")
+            (_, metrics), grads = grad_fn(local_params, batch)
             grads = jax.lax.pmean(grads, axis_name)
             metrics = jax.lax.pmean(metrics, axis_name)
+        else:
+            (_, metrics), grads = grad_fn(params, batch)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), metrics
 

@@ -11,14 +11,13 @@ import sys
 import time
 
 import jax
-import numpy as np
 import pytest
 
 from anakin.train import prepare, train
 from configs import cartpole_impala, cartpole_ppo
 from rlcore.config import ConfigError
 from rlcore.distributed import data_mesh
-from tests.helpers import best_return, read_metrics, reproducible_part
+from tests.helpers import assert_rows_close, best_return, read_metrics, reproducible_part
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOLVED = 475.0
@@ -65,16 +64,16 @@ def test_same_seed_same_metrics(tmp_path):
 def test_one_vs_four_devices(algorithm):
     if jax.device_count() < 4:
         pytest.skip("needs 4 (fake) devices")
+    # Adam (and clipped RMSProp) are nearly blind to the gradient's scale; torch RMSProp
+    # with a large eps outside the root and no clipping is close to SGD, so a
+    # device-count-dependent gradient scale would show in the losses.
     config = _short_config(algorithm=algorithm, total_env_steps=16 * 32 * 5, log_every=1,
-                           updates_per_call=5)
+                           updates_per_call=5, optimizer="rmsprop", learning_rate=0.5,
+                           rmsprop_eps=10.0, max_grad_norm=0.0)
     one = train(config, None, mesh=one_device_mesh())
     four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
     assert len(one) == len(four) == 5
-    for r1, r4 in zip(one, four):
-        for key in r1:
-            if key.startswith("loss/"):
-                np.testing.assert_allclose(r1[key], r4[key], rtol=1e-4, atol=1e-4, err_msg=key)
-        assert r1["episode_return"] == pytest.approx(r4["episode_return"], rel=1e-6)
+    assert_rows_close(one, four, tol=1e-4)
 
 
 def _run_main(args, **kw):

@@ -49,16 +49,10 @@ def test_four_devices_match_one_device(multidevice, algorithm):
     _assert_runs_match(multidevice, algorithm, "four_novma")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rlcore/learner.py gradient_step: under jax.shard_map's default check_vma=True the "
-    "gradient w.r.t. replicated (unvarying) params is already psum-ed over the axis by "
-    "autodiff, so the pmean that follows leaves it N-times the global mean gradient "
-    "(4x here); anakin/train.py and sebulba/learner.py use the default",
-)
 def test_four_devices_default_check_vma_match_one_device(multidevice):
-    """As above under ``jax.shard_map``'s default ``check_vma=True`` (PPO; IMPALA goes
-    through the same gradient step)."""
+    """As above under ``jax.shard_map``'s default ``check_vma=True``, as anakin/ and sebulba/
+    call it: the gradient of replicated params must be the mean, not the sum, over devices
+    (PPO; IMPALA goes through the same gradient step)."""
     _assert_runs_match(multidevice, "ppo", "four")
 
 
