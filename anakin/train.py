@@ -16,7 +16,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
@@ -24,11 +23,11 @@ from anakin.rollout import EnvCarry, EpisodeSummary, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore import config as rlconfig
 from rlcore import distributed
-from rlcore.checkpoint import Checkpointer, SignalFlag
+from rlcore.checkpoint import SignalFlag
 from rlcore.learner import make_update_fn
 from rlcore.losses import LossMetrics
-from rlcore.metrics import MetricsLogger, write_config
 from rlcore.networks import make_network
+from rlcore.rundir import RunDir
 from rlcore.seeding import Roots
 from rlcore.types import LearnerState
 
@@ -158,16 +157,8 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     """
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
-    main = distributed.is_main_process()
-    if workdir and main:
-        write_config(workdir, config)
-    ckpt = Checkpointer(workdir) if workdir else None
-    state = run.init_state()
-    if ckpt is not None and ckpt.latest_step() is not None:
-        state = ckpt.restore(state)
-        print(f"resumed from update {ckpt.latest_step()}", file=sys.stderr)
-    logger = MetricsLogger(workdir, total, write=main)
-    window: list[dict] = []
+    rundir = RunDir(config, workdir, total, run.derived.steps_per_update)
+    state = rundir.restore_or(run.init_state())
     start = int(distributed.to_host(state.learner.update))
     t0 = time.perf_counter()
     try:
@@ -176,54 +167,27 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                 t_call = time.perf_counter()
                 state, out = run.call(state, k)
                 out = distributed.to_host(out)
-                call_s = time.perf_counter() - t_call
+                per_update_s = (time.perf_counter() - t_call) / k
                 if t0 is not None:
                     print(f"first call ({k} updates, incl. compile) done after "
                           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
                     t0 = None
                 for i in range(k):
-                    u = start + i + 1
-                    window.append(_record(logger, out, i, u))
-                    if u % config.log_every == 0 or u == total:
-                        _log(logger, window, u, run.derived, call_s / k)
+                    scalars = {f"loss/{f.name}": float(getattr(out.loss, f.name)[i])
+                               for f in dataclasses.fields(out.loss)}
+                    scalars["time/update_s"] = per_update_s
+                    ep = out.episodes
+                    rundir.record(start + i + 1, scalars,
+                                  (ep.return_sum[i], ep.length_sum[i], ep.count[i]),
+                                  sps=run.derived.steps_per_update / per_update_s)
+                if rundir.checkpoint_due(start + k, start) or flag.exit_code is not None:
+                    rundir.save(start + k, state)
                 start += k
-                _maybe_checkpoint(ckpt, config, state, start, total)
                 if flag.exit_code is not None:
-                    if ckpt is not None:
-                        ckpt.save(start, state)
                     raise SystemExit(flag.exit_code)
     finally:
-        logger.close()
-        if ckpt is not None:
-            ckpt.close()
-    return logger.history
-
-
-def _record(logger: MetricsLogger, out: UpdateOutput, i: int, update: int) -> dict:
-    """Adds update ``i`` of a call's outputs to the episode sums; returns its loss scalars."""
-    loss = {f.name: float(getattr(out.loss, f.name)[i]) for f in dataclasses.fields(out.loss)}
-    if not np.isfinite(loss["total"]):
-        raise FloatingPointError(f"non-finite loss ({loss['total']}) in update {update}")
-    ep = out.episodes
-    logger.episodes.add(ep.return_sum[i], ep.length_sum[i], ep.count[i])
-    return loss
-
-
-def _log(logger, window, update, derived, call_s_per_update) -> None:
-    """Writes one log line with the mean losses of the updates since the last one."""
-    scalars = {f"loss/{k}": float(np.mean([w[k] for w in window])) for k in window[0]}
-    scalars["time/update_s"] = call_s_per_update
-    window.clear()
-    logger.log(update, update * derived.steps_per_update, scalars,
-               sps=derived.steps_per_update / call_s_per_update)
-
-
-def _maybe_checkpoint(ckpt, config, state, update, total) -> None:
-    if ckpt is None:
-        return
-    every = config.checkpoint_every
-    if update == total or (every > 0 and update % every == 0):
-        ckpt.save(update, state)
+        rundir.close()
+    return rundir.history
 
 
 def prepare(config) -> None:

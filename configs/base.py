@@ -57,6 +57,6 @@ def get_config() -> ml_collections.ConfigDict:
     # Test knobs, off by default.
     c.debug = ml_collections.ConfigDict()
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
-    c.debug.fail_actor_at_update = -1  # raise inside an actor thread at this update
-    c.debug.nan_at_update = -1      # poison rewards at this update
+    c.debug.fail_actor_at_update = -1  # raise in actor thread 0 before rollout k (0-based)
+    c.debug.nan_at_update = -1      # poison the rewards of rollout k (0-based; update k+1 fails)
     return c

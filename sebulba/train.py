@@ -19,9 +19,9 @@ import numpy as np
 from envs import registry
 from rlcore import config as rlconfig
 from rlcore import distributed
-from rlcore.checkpoint import Checkpointer, SignalFlag
-from rlcore.metrics import MetricsLogger, write_config
+from rlcore.checkpoint import SignalFlag
 from rlcore.networks import make_network
+from rlcore.rundir import RunDir
 from rlcore.seeding import Roots, host_env_seed
 from rlcore.types import LearnerState
 from sebulba import learner as sl
@@ -138,21 +138,13 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     """
     run = SebulbaRun(config)
     total = run.derived.num_updates
-    main = distributed.is_main_process()
-    if workdir and main:
-        write_config(workdir, config)
-    ckpt = Checkpointer(workdir) if workdir else None
-    state = run.init_state()
-    if ckpt is not None and ckpt.latest_step() is not None:
-        state = ckpt.restore(state)
-        print(f"resumed from update {ckpt.latest_step()}", file=sys.stderr)
+    rundir = RunDir(config, workdir, total, run.derived.steps_per_update)
+    state = rundir.restore_or(run.init_state())
     start = int(distributed.to_host(state.update))
-    logger = MetricsLogger(workdir, total, write=main)
     stop = pipeline.StopControl()
     server = pipeline.ParamsServer(run.layout.actor_devices)
     server.publish(start, state.params)
     actors, queues = run.start_actors(start, total, server, stop)
-    window: list[dict] = []
     t0 = time.perf_counter()
     try:
         with SignalFlag(on_signal=stop.stop) as flag:
@@ -171,35 +163,23 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                     print(f"first update done after {time.perf_counter() - t0:.1f} s",
                           file=sys.stderr)
                     t0 = None
-                if not np.isfinite(out.loss.total):
-                    raise FloatingPointError(f"non-finite loss ({out.loss.total}) in update {u}")
-                logger.episodes.add(*out.episodes)
-                window.append(_row(out, items, wait_s, learn_s))
-                done = u + 1
-                if done % config.log_every == 0 or done == total:
-                    _log(logger, window, done, run.derived)
-                if ckpt is not None and (done == total or (
-                        config.checkpoint_every > 0 and done % config.checkpoint_every == 0)):
-                    ckpt.save(done, state)
+                rundir.record(u + 1, _scalars(out, items, wait_s, learn_s), out.episodes)
+                if rundir.checkpoint_due(u + 1, u) or flag.exit_code is not None:
+                    rundir.save(u + 1, state)
                 if flag.exit_code is not None:
-                    if ckpt is not None:
-                        ckpt.save(done, state)
                     raise SystemExit(flag.exit_code)
     except pipeline.PipelineStopped as stopped:
         stop.raise_if_failed()
-        if flag.exit_code is not None:
-            if ckpt is not None:
-                ckpt.save(int(distributed.to_host(state.update)), state)
+        if flag.exit_code is not None:  # a signal stopped the actors while we waited
+            rundir.save(int(distributed.to_host(state.update)), state)
             raise SystemExit(flag.exit_code) from stopped
         raise
     finally:
         stop.stop()
         _join(actors)
-        logger.close()
-        if ckpt is not None:
-            ckpt.close()
+        rundir.close()
     stop.raise_if_failed()
-    return logger.history
+    return rundir.history
 
 
 def _collect(queues, stop, timeout_s, update):
@@ -214,7 +194,7 @@ def _collect(queues, stop, timeout_s, update):
     return items, waited
 
 
-def _row(out, items, wait_s, learn_s) -> dict:
+def _scalars(out, items, wait_s, learn_s) -> dict:
     """Loss scalars and per-stage seconds of one update (actor timers averaged over threads)."""
     row = {f"loss/{k}": float(v) for k, v in vars(out.loss).items()}
     for name in TIMERS:
@@ -223,12 +203,6 @@ def _row(out, items, wait_s, learn_s) -> dict:
     row["time/learner_step_s"] = learn_s
     row["params_lag"] = float(np.mean([items[0].update - it.params_version for it in items]))
     return row
-
-
-def _log(logger, window, update, derived) -> None:
-    scalars = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
-    window.clear()
-    logger.log(update, update * derived.steps_per_update, scalars)
 
 
 def _join(actors) -> None:

@@ -147,3 +147,10 @@ def test_resume_continues_bitwise(tmp_path):
                 f.write(json.dumps(r) + "\n")
     train(config, str(full), mesh=one_device_mesh())
     assert reproducible_part(read_metrics(full)) == reference
+
+
+def test_nan_rewards_fail_the_run():
+    config = _short_config()
+    config.debug.nan_at_update = 3
+    with pytest.raises(FloatingPointError, match="non-finite loss .* in update 4"):
+        train(config, None, mesh=one_device_mesh())

@@ -152,8 +152,8 @@ def test_actor_failure_reaches_main_thread_and_stops_all():
 @needs_4
 def test_nan_rewards_fail_the_run():
     config = _small("sync", 1)
-    config.debug.nan_at_update = 1
-    with pytest.raises(FloatingPointError, match="update 1"):
+    config.debug.nan_at_update = 1  # rollout index 1, learned from in update 2 (1-based)
+    with pytest.raises(FloatingPointError, match="non-finite loss .* in update 2"):
         train(config, None)
 
 
