@@ -9,7 +9,6 @@ env states sharded) and ``updates_per_call`` updates run inside one jitted call.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import sys
 import time
@@ -24,7 +23,7 @@ from envs import registry
 from rlcore import config as rlconfig
 from rlcore import distributed
 from rlcore.checkpoint import SignalFlag
-from rlcore.learner import make_update_fn
+from rlcore.learner import init_learner_state, make_update_fn
 from rlcore.losses import LossMetrics
 from rlcore.networks import make_network
 from rlcore.rundir import RunDir
@@ -80,14 +79,10 @@ class AnakinRun:
 
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""
-        obs_dtype = jnp.dtype(self.env.spec.obs_dtype)
-        dummy = jnp.zeros((1,) + tuple(self.env.spec.obs_shape), obs_dtype)
-
-        @functools.partial(jax.jit, out_shardings=distributed.replicated(self.mesh))
-        def init_learner():
-            params = self.network.init(self.roots.init, dummy)
-            return LearnerState(params=params, opt_state=self.optimizer.init(params),
-                                update=jnp.int32(0))
+        init_learner = jax.jit(
+            functools.partial(init_learner_state, self.network, self.optimizer, self.roots.init,
+                              self.env.spec),
+            out_shardings=distributed.replicated(self.mesh))
 
         init_envs = jax.jit(jax.shard_map(
             lambda: reset_envs(self.env, self.roots.env, self._env_ids()),
@@ -173,38 +168,25 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
                     t0 = None
                 for i in range(k):
-                    scalars = {f"loss/{f.name}": float(getattr(out.loss, f.name)[i])
-                               for f in dataclasses.fields(out.loss)}
+                    scalars = jax.tree.map(lambda x, i=i: x[i], out.loss).scalars()
                     scalars["time/update_s"] = per_update_s
                     ep = out.episodes
                     rundir.record(start + i + 1, scalars,
                                   (ep.return_sum[i], ep.length_sum[i], ep.count[i]),
                                   sps=run.derived.steps_per_update / per_update_s)
-                if rundir.checkpoint_due(start + k, start) or flag.exit_code is not None:
-                    rundir.save(start + k, state)
+                rundir.after_update(start + k, start, state, flag)
                 start += k
-                if flag.exit_code is not None:
-                    raise SystemExit(flag.exit_code)
     finally:
         rundir.close()
     return rundir.history
 
 
 def prepare(config) -> None:
-    """Checks every Anakin field (before anything compiles) and joins the runtime.
+    """Joins the runtime, then checks every Anakin field (before anything compiles).
 
     Raises:
       ConfigError: ``"field: what is wrong"``.
     """
     rlconfig.validate_distributed(config)
     distributed.initialize(config)
-    n = config.num_devices
-    if not (isinstance(n, int) and 0 <= n <= jax.device_count()):
-        raise rlconfig.ConfigError(
-            f"num_devices: must be 0 (all) or 1..{jax.device_count()}, got {n!r}")
-    if jax.process_count() > 1 and n not in (0, jax.device_count()):
-        raise rlconfig.ConfigError("num_devices: must be 0 (all) in a multi-process run")
-    rlconfig.validate_common(config, n or jax.device_count(), registry.check_jax_env_id)
-    if not (isinstance(config.updates_per_call, int) and config.updates_per_call > 0):
-        raise rlconfig.ConfigError(
-            f"updates_per_call: must be a positive integer, got {config.updates_per_call!r}")
+    rlconfig.validate(config, "anakin", distributed.device_counts())

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envs.base import HostEnv, JaxEnv
+from rlcore.types import EnvSpec
 
 
 def _make_catch(**overrides: Any) -> JaxEnv:
@@ -48,9 +49,11 @@ def jax_env_ids() -> tuple[str, ...]:
 
 @functools.cache
 def host_env_ids() -> tuple[str, ...]:
-    """Ids ``make_host_env`` accepts (EnvPool)."""
-    from envs import envpool as envpool_adapter
-
+    """Ids ``make_host_env`` accepts (EnvPool); empty where EnvPool is not installed."""
+    try:
+        from envs import envpool as envpool_adapter
+    except ImportError:
+        return ()
     return tuple(envpool_adapter.host_env_ids())
 
 
@@ -74,6 +77,18 @@ def check_host_env_id(env_id: str) -> None:
     """Raises ConfigError (with close matches) unless ``env_id`` is an EnvPool env id."""
     if not is_host_env(env_id):
         raise _unknown(env_id, "host (EnvPool, Sebulba)", tuple(host_env_ids()))
+
+
+def obs_spec(env_id: str) -> EnvSpec:
+    """The EnvSpec of ``env_id`` (jittable env if it is one, else a 1-env EnvPool probe);
+    compiles nothing."""
+    if is_jax_env(env_id):
+        return make_jax_env(env_id).spec
+    env = make_host_env(env_id, 1, seed=0)
+    try:
+        return env.spec
+    finally:
+        env.close()
 
 
 def _unknown(env_id: str, kind: str, kind_ids: tuple[str, ...]) -> Exception:

@@ -56,15 +56,12 @@ class SignalFlag:
 
     CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
-    def __init__(self, on_signal=None):
+    def __init__(self):
         self.exit_code: int | None = None
-        self._on_signal = on_signal
         self._previous = {}
 
     def _handle(self, signum, frame):
         self.exit_code = self.CODES[signum]
-        if self._on_signal is not None:
-            self._on_signal()
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():

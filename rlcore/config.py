@@ -1,6 +1,6 @@
 """Config validation and derived sizes.
 
-``validate(config, mode)`` checks every field before anything compiles and raises
+``validate(config, mode, layout)`` checks every field before anything compiles and raises
 ``ConfigError("field: what is wrong")``; entry points print that one line and exit 2.
 ``derive(config, ...)`` is the one place derived sizes come from; nothing is written back
 into the config.
@@ -17,6 +17,8 @@ PIPELINES = ("sync", "cleanba", "async")
 OPTIMIZERS = ("adam", "rmsprop")
 NETWORKS = ("mlp", "nature_cnn", "impala_resnet")
 MODES = ("anakin", "sebulba")
+MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
+IMAGE_NETWORKS = ("nature_cnn", "impala_resnet")
 
 
 class ConfigError(ValueError):
@@ -78,8 +80,8 @@ def validate_common(config: ml_collections.ConfigDict, num_shards: int, check_en
         ``check_host_env_id``), raising ConfigError.
     """
 
-    _require(isinstance(config.seed, int) and config.seed >= 0, "seed",
-             f"must be a non-negative integer, got {config.seed!r}")
+    _require(isinstance(config.seed, int) and 0 <= config.seed < MAX_SEED, "seed",
+             f"must be an integer in [0, {MAX_SEED}), got {config.seed!r}")
     _choice(config, "algorithm", ALGORITHMS)
     _choice(config, "network", NETWORKS)
     _choice(config, "optimizer", OPTIMIZERS)
@@ -89,7 +91,10 @@ def validate_common(config: ml_collections.ConfigDict, num_shards: int, check_en
     _require(isinstance(config.checkpoint_every, int) and config.checkpoint_every >= 0,
              "checkpoint_every", f"must be an integer >= 0, got {config.checkpoint_every!r}")
     _number(config, "learning_rate", lo=0.0)
-    _require(config.learning_rate > 0, "learning_rate", "must be > 0")
+    _require(0 < config.learning_rate < float("inf"), "learning_rate", "must be finite and > 0")
+    _number(config, "adam_eps", lo=0.0)
+    _number(config, "rmsprop_eps", lo=0.0)
+    _number(config, "rmsprop_decay", 0.0, 1.0)
     _number(config, "gamma", 0.0, 1.0)
     _number(config, "gae_lambda", 0.0, 1.0)
     _number(config, "vtrace_lambda", 0.0, 1.0)
@@ -162,3 +167,80 @@ def validate_distributed(config) -> None:
     if config.num_processes > 1:
         _require(isinstance(config.coordinator_address, str) and ":" in config.coordinator_address,
                  "coordinator_address", "must be host:port when num_processes > 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceCounts:
+    """What validation needs to know of the runtime (after ``jax.distributed`` joined)."""
+
+    devices: int        # devices of every process
+    local_devices: int  # devices of this process
+    processes: int
+
+
+def validate(config, mode: str, counts: DeviceCounts) -> None:
+    """Checks every field of an Anakin or Sebulba config; raises ``ConfigError``.
+
+    Args:
+      config: the run config.
+      mode: ``"anakin"`` or ``"sebulba"``.
+      counts: device and process counts of the runtime.
+    """
+    from envs import registry  # local: envs imports rlcore
+
+    validate_distributed(config)
+    if mode == "anakin":
+        shards = _validate_anakin(config, counts)
+        check_env_id = registry.check_jax_env_id
+    elif mode == "sebulba":
+        shards = _validate_sebulba(config, counts)
+        check_env_id = registry.check_host_env_id
+    else:
+        raise ValueError(f"mode: unknown '{mode}' (expected one of {MODES})")
+    validate_common(config, shards, check_env_id)
+    _validate_network(config, registry.obs_spec(config.env_id))
+
+
+def _validate_anakin(config, counts: DeviceCounts) -> int:
+    """Anakin fields; returns the number of data shards."""
+    n = config.num_devices
+    _require(isinstance(n, int) and 0 <= n <= counts.devices, "num_devices",
+             f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
+    _require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
+             "must be 0 (all) in a multi-process run")
+    _positive_int(config, "updates_per_call")
+    return n or counts.devices
+
+
+def _validate_sebulba(config, counts: DeviceCounts) -> int:
+    """Sebulba fields; returns the number of learner shards over all processes."""
+    n_local = counts.local_devices
+    for field in ("actor_device_ids", "learner_device_ids"):
+        ids = config[field]
+        _require(isinstance(ids, tuple) and len(ids) > 0
+                 and all(isinstance(i, int) for i in ids),
+                 field, f"must be a non-empty tuple of ints, got {ids!r}")
+        _require(all(0 <= i < n_local for i in ids), field,
+                 f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
+        _require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
+    _positive_int(config, "num_actor_threads")
+    _choice(config, "pipeline", PIPELINES)
+    _require(isinstance(config.env_threads, int) and config.env_threads >= 0, "env_threads",
+             "must be an integer >= 0")
+    _number(config, "queue_timeout_s")
+    _require(config.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
+    _require(config.debug.actor_jitter_ms >= 0 if isinstance(config.debug.actor_jitter_ms, int)
+             else False, "debug.actor_jitter_ms", "must be an integer >= 0")
+    actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
+    _require(isinstance(config.num_envs, int) and config.num_envs % actors == 0, "num_envs",
+             f"{config.num_envs} envs do not split over {counts.processes} processes x "
+             f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
+    return counts.processes * len(config.learner_device_ids)
+
+
+def _validate_network(config, spec) -> None:
+    """Image networks need uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout)."""
+    if config.network in IMAGE_NETWORKS:
+        _require(spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3, "network",
+                 f"{config.network} needs uint8 [C, H, W] frames; {config.env_id} gives "
+                 f"{spec.obs_dtype} {list(spec.obs_shape)} (use mlp)")

@@ -48,3 +48,26 @@ def is_main_process() -> bool:
 def to_host(tree):
     """Fully replicated arrays to numpy, read from this process's own copy."""
     return jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), tree)
+
+
+def device_counts():
+    """``rlcore.config.DeviceCounts`` of the running runtime."""
+    from rlcore.config import DeviceCounts
+
+    return DeviceCounts(devices=jax.device_count(), local_devices=jax.local_device_count(),
+                        processes=jax.process_count())
+
+
+def agree_on_exit_code(code: int | None) -> int | None:
+    """The largest signal exit code any process saw (``None``: none did).
+
+    A collective in multi-process runs (every process calls it at the same point), so a
+    signal that reaches the processes at different times still stops them together.
+    """
+    if jax.process_count() == 1:
+        return code
+    from jax.experimental import multihost_utils
+
+    codes = multihost_utils.process_allgather(np.int32(code or 0))
+    top = int(np.max(codes))
+    return top or None

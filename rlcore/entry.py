@@ -6,10 +6,32 @@ the field), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 
+from absl import flags
+
 from rlcore.config import ConfigError
+
+
+def parse_flags(argv):
+    """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
+    unknown field) becomes one ``config error: <field>: ...`` line and exit code 2."""
+    try:
+        rest = flags.FLAGS(argv)
+        flags.FLAGS["config"].value.to_dict()  # a config that failed to load raises here
+        return rest
+    except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
+        message = " ".join(str(e).split())
+        found = re.search(r"--config\.([\w.]+)", message) or re.search(r"'(\w+)'", message)
+        field = found.group(1) if found and "--config." in message else "config"
+        if isinstance(e, OSError):
+            message = message.split(" Attempted")[0]
+        if isinstance(e, AttributeError) and found:
+            field, message = found.group(1), "no such config field"
+        print(f"config error: {field}: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 def run_main(config, workdir, prepare, train) -> None:
@@ -23,6 +45,9 @@ def run_main(config, workdir, prepare, train) -> None:
         rows = train(config, workdir)
     except SystemExit:
         raise
+    except ConfigError as e:  # found only at restore time (resuming with another config)
+        print(f"config error: {e}", file=sys.stderr)
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
     except BaseException:

@@ -55,6 +55,14 @@ class LossHParams:
     clip_pg_rho: float = 1.0
 
 
+def init_learner_state(network, optimizer, key, spec) -> LearnerState:
+    """Fresh params (``network.init`` on one dummy observation of ``spec``), optimizer state
+    and update counter 0. Jit it with the sharding the caller wants."""
+    dummy = jnp.zeros((1,) + tuple(spec.obs_shape), jnp.dtype(spec.obs_dtype))
+    params = network.init(key, dummy)
+    return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0))
+
+
 def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_name=None):
     """Local env indices of every minibatch of every epoch (stratified, device-count free).
 
@@ -89,11 +97,26 @@ def _take_envs(tree, idx):
     return jax.tree.map(lambda x: jnp.take(x, idx, axis=1), tree)
 
 
+VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
+
+
+def _values_in_chunks(params, apply_fn, obs):
+    """Values of ``obs [N, ...]`` in static chunks of ``VALUE_CHUNK`` (``[N]``).
+
+    A whole Atari rollout (129 x 128 frames) in one pass of the IMPALA ResNet needs several
+    GB of activations; chunks bound that. The chunks are a Python loop, not a rolled
+    ``lax.map``: XLA on CPU runs conv nets in rolled loops far slower.
+    """
+    n = obs.shape[0]
+    parts = [apply_fn(params, obs[i:i + VALUE_CHUNK])[1] for i in range(0, n, VALUE_CHUNK)]
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
 def _ppo_batch(params, apply_fn, traj: Trajectory, hp: LossHParams) -> losses.PPOBatch:
     """Values under the learner's params, GAE advantages and targets for a whole rollout."""
     t, b = traj.action.shape
     obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
-    _, value_all = apply_fn(params, obs_all.reshape((-1,) + obs_all.shape[2:]))
+    value_all = _values_in_chunks(params, apply_fn, obs_all.reshape((-1,) + obs_all.shape[2:]))
     value_all = value_all.reshape((t + 1, b))
     value_tm1 = value_all[:t]
     inputs = returns.step_inputs(

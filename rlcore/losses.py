@@ -57,6 +57,10 @@ class LossMetrics:
     approx_kl: jax.Array
     clip_frac: jax.Array
 
+    def scalars(self) -> dict[str, float]:
+        """``{"loss/<name>": float}`` of host (scalar) values, for metrics.jsonl."""
+        return {f"loss/{k}": float(v) for k, v in vars(self).items()}
+
 
 def _flatten_time(x):
     """``[T, b, ...] -> [T * b, ...]``."""

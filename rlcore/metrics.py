@@ -65,15 +65,17 @@ class MetricsLogger:
       console: print a progress line per log step.
       tensorboard: write TensorBoard event files under ``workdir``.
       write: this process writes files (process 0 in a multi-process run).
+      start: ``(update, env_steps)`` the run starts from (a resume), for SPS and ETA.
     """
 
     def __init__(self, workdir, total_updates: int, *, console=True, tensorboard=True,
-                 write=True):
+                 write=True, start: tuple[int, int] = (0, 0)):
         self.total_updates = total_updates
         self.console = console
         self.episodes = EpisodeAccumulator()
         self.start = time.perf_counter()
-        self._last = (self.start, 0)
+        self.start_update = start[0]
+        self._last = (self.start, start[1])
         self._jsonl = None
         self._tb = None
         if workdir and write:
@@ -123,7 +125,7 @@ class MetricsLogger:
         """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``."""
         done = row["update"]
         elapsed = row["wall_time"]
-        eta = elapsed / max(done, 1) * max(self.total_updates - done, 0)
+        eta = elapsed / max(done - self.start_update, 1) * max(self.total_updates - done, 0)
         ret = row["episode_return"]
         ret_s = "-" if ret is None else f"{ret:.1f}"
         return (

@@ -3,12 +3,16 @@
 ``RunDir`` owns the cadence rules: a log line every ``log_every`` updates (and at the end)
 with the means of the per-update scalars since the previous line; a checkpoint whenever a
 multiple of ``checkpoint_every`` is reached or passed (and at the end); a checkpoint before
-exiting on a signal.
+exiting on a signal. With each checkpoint it keeps the open log window (``log_state/``), and
+a resume drops metrics lines past the checkpoint, so a resumed run's ``metrics.jsonl`` equals
+an uninterrupted run's except for clock keys.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 from typing import Mapping
 
@@ -16,7 +20,15 @@ import numpy as np
 
 from rlcore import distributed
 from rlcore.checkpoint import Checkpointer
+from rlcore.config import ConfigError
 from rlcore.metrics import MetricsLogger, write_config
+
+# Fields a resumed run may change: they alter neither the data nor the math.
+RESUMABLE_CHANGES = frozenset({
+    "log_every", "checkpoint_every", "queue_timeout_s", "debug", "coordinator_address",
+    "process_id", "env_threads", "updates_per_call", "num_devices", "actor_device_ids",
+    "learner_device_ids", "num_actor_threads",
+})
 
 
 class RunDir:
@@ -31,21 +43,37 @@ class RunDir:
 
     def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int):
         self.config = config
+        self.workdir = workdir
         self.total = total_updates
         self.steps_per_update = steps_per_update
-        main = distributed.is_main_process()
-        if workdir and main:
-            write_config(workdir, config)
+        self.main = distributed.is_main_process()
         self.ckpt = Checkpointer(workdir) if workdir else None
-        self.logger = MetricsLogger(workdir, total_updates, write=main)
+        self.logger: MetricsLogger | None = None
         self._window: list[Mapping[str, float]] = []
 
     def restore_or(self, fresh_state):
-        """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``."""
-        if self.ckpt is None or self.ckpt.latest_step() is None:
-            return fresh_state
-        print(f"resumed from update {self.ckpt.latest_step()}", file=sys.stderr)
-        return self.ckpt.restore(fresh_state)
+        """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``;
+        opens the metrics sinks.
+
+        Raises:
+          ConfigError: resuming with a config that changes the data or the math.
+        """
+        step = self.ckpt.latest_step() if self.ckpt is not None else None
+        state, start = fresh_state, 0
+        if step is None:
+            if self.workdir and self.main:
+                write_config(self.workdir, self.config)
+        else:
+            self._check_same_config()
+            print(f"resuming from update {step}", file=sys.stderr)
+            state, start = self.ckpt.restore(fresh_state, step), step
+            if self.main:
+                self._truncate_metrics(step)
+        self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
+                                    start=(start, start * self.steps_per_update))
+        if start:
+            self._load_log_state(start)
+        return state
 
     def record(self, update: int, scalars: Mapping[str, float], episodes,
                sps: float | None = None) -> None:
@@ -59,7 +87,7 @@ class RunDir:
         if not math.isfinite(total_loss):
             raise FloatingPointError(f"non-finite loss ({total_loss}) in update {update}")
         self.logger.episodes.add(*episodes)
-        self._window.append(scalars)
+        self._window.append(dict(scalars))
         if update % self.config.log_every == 0 or update == self.total:
             means = {k: float(np.mean([w[k] for w in self._window])) for k in self._window[0]}
             self._window.clear()
@@ -70,15 +98,79 @@ class RunDir:
         every = self.config.checkpoint_every
         return update == self.total or (every > 0 and update // every > previous // every)
 
+    def after_update(self, update: int, previous: int, state, flag) -> None:
+        """Checkpoints when due or when a signal came; then exits on the signal.
+
+        In a multi-process run the processes first agree on the signal (the largest exit
+        code any of them saw), so all of them save and stop at the same update.
+
+        Raises:
+          SystemExit: with 130/143 after a signal, once the checkpoint is written.
+        """
+        code = distributed.agree_on_exit_code(flag.exit_code)
+        if self.checkpoint_due(update, previous) or code is not None:
+            self.save(update, state)
+        if code is not None:
+            raise SystemExit(code)
+
     def save(self, update: int, state) -> None:
-        if self.ckpt is not None:
-            self.ckpt.save(update, state)
+        """Checkpoints ``state`` as ``update``, with the open log window beside it."""
+        if self.ckpt is None:
+            return
+        self.ckpt.save(update, state)
+        if self.main:
+            acc = self.logger.episodes
+            os.makedirs(self._log_state_dir(), exist_ok=True)
+            with open(self._log_state_path(update), "w") as f:
+                json.dump({"window": self._window, "episodes": [
+                    acc.return_sum, acc.length_sum, acc.count]}, f)
 
     @property
     def history(self) -> list[dict]:
-        return self.logger.history
+        return self.logger.history if self.logger is not None else []
 
     def close(self) -> None:
-        self.logger.close()
+        if self.logger is not None:
+            self.logger.close()
         if self.ckpt is not None:
             self.ckpt.close()
+
+    def _log_state_dir(self) -> str:
+        return os.path.join(self.workdir, "log_state")
+
+    def _log_state_path(self, update: int) -> str:
+        return os.path.join(self._log_state_dir(), f"{update}.json")
+
+    def _load_log_state(self, update: int) -> None:
+        path = self._log_state_path(update)
+        if not os.path.exists(path):
+            return
+        with open(path) as f:
+            saved = json.load(f)
+        self._window = saved["window"]
+        self.logger.episodes.add(*saved["episodes"])
+
+    def _truncate_metrics(self, update: int) -> None:
+        """Drops metrics.jsonl lines past ``update`` (logged after the last checkpoint)."""
+        path = os.path.join(self.workdir, "metrics.jsonl")
+        if not os.path.exists(path):
+            return
+        with open(path) as f:
+            lines = [ln for ln in f if ln.strip() and json.loads(ln)["update"] <= update]
+        with open(path, "w") as f:
+            f.writelines(lines)
+
+    def _check_same_config(self) -> None:
+        path = os.path.join(self.workdir, "config.json")
+        if not os.path.exists(path):
+            return
+        with open(path) as f:
+            saved = json.load(f)
+        now = json.loads(self.config.to_json_best_effort())
+        changed = sorted(k for k in set(saved) | set(now)
+                         if k not in RESUMABLE_CHANGES and saved.get(k) != now.get(k))
+        if changed:
+            k = changed[0]
+            raise ConfigError(
+                f"{k}: the checkpoint in {self.workdir} was made with {saved.get(k)!r}, not "
+                f"{now.get(k)!r}; resume with the same value or use a new --workdir")

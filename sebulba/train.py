@@ -8,6 +8,7 @@ learner (this, the main thread) reads in a fixed order; see ``sebulba.pipeline``
 
 from __future__ import annotations
 
+import functools
 import queue
 import sys
 import time
@@ -20,6 +21,7 @@ from envs import registry
 from rlcore import config as rlconfig
 from rlcore import distributed
 from rlcore.checkpoint import SignalFlag
+from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.rundir import RunDir
 from rlcore.seeding import Roots, host_env_seed
@@ -33,42 +35,14 @@ TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
 
 
 def prepare(config) -> None:
-    """Checks every Sebulba field (before anything compiles) and joins the runtime.
+    """Joins the runtime, then checks every Sebulba field (before anything compiles).
 
     Raises:
       ConfigError: ``"field: what is wrong"``.
     """
     rlconfig.validate_distributed(config)
     distributed.initialize(config)
-    n_local = jax.local_device_count()
-    for field in ("actor_device_ids", "learner_device_ids"):
-        ids = config[field]
-        _check(isinstance(ids, tuple) and len(ids) > 0 and all(isinstance(i, int) for i in ids),
-               field, f"must be a non-empty tuple of ints, got {ids!r}")
-        _check(all(0 <= i < n_local for i in ids), field,
-               f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
-        _check(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
-    _check(isinstance(config.num_actor_threads, int) and config.num_actor_threads > 0,
-           "num_actor_threads", f"must be a positive integer, got {config.num_actor_threads!r}")
-    _check(config.pipeline in rlconfig.PIPELINES, "pipeline",
-           f"must be one of {', '.join(rlconfig.PIPELINES)}, got {config.pipeline!r}")
-    _check(isinstance(config.env_threads, int) and config.env_threads >= 0, "env_threads",
-           "must be an integer >= 0")
-    _check(isinstance(config.queue_timeout_s, (int, float)) and config.queue_timeout_s > 0,
-           "queue_timeout_s", "must be > 0")
-    _check(isinstance(config.debug.actor_jitter_ms, int) and config.debug.actor_jitter_ms >= 0,
-           "debug.actor_jitter_ms", "must be an integer >= 0")
-    actors = jax.process_count() * len(config.actor_device_ids) * config.num_actor_threads
-    _check(isinstance(config.num_envs, int) and config.num_envs % actors == 0, "num_envs",
-           f"{config.num_envs} envs do not split over {jax.process_count()} processes x "
-           f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
-    shards = jax.process_count() * len(config.learner_device_ids)
-    rlconfig.validate_common(config, shards, registry.check_host_env_id)
-
-
-def _check(cond, field, msg):
-    if not cond:
-        raise rlconfig.ConfigError(f"{field}: {msg}")
+    rlconfig.validate(config, "sebulba", distributed.device_counts())
 
 
 class SebulbaRun:
@@ -78,9 +52,7 @@ class SebulbaRun:
         self.config = config
         self.layout = pipeline.make_layout(config)
         self.derived = rlconfig.derive(config, self.layout.learner_mesh.devices.size)
-        probe = registry.make_host_env(config.env_id, 1, seed=0)
-        self.spec = probe.spec
-        probe.close()
+        self.spec = registry.obs_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
         self.optimizer = rlconfig.optimizer(config, self.derived)
         self.roots = Roots.from_seed(config.seed)
@@ -90,13 +62,8 @@ class SebulbaRun:
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
 
     def init_state(self) -> LearnerState:
-        dummy = jnp.zeros((1,) + tuple(self.spec.obs_shape), jnp.dtype(self.spec.obs_dtype))
-
-        def init():
-            params = self.network.init(self.roots.init, dummy)
-            return LearnerState(params=params, opt_state=self.optimizer.init(params),
-                                update=jnp.int32(0))
-
+        init = functools.partial(init_learner_state, self.network, self.optimizer,
+                                 self.roots.init, self.spec)
         return jax.jit(init, out_shardings=distributed.replicated(self.layout.learner_mesh))()
 
     def start_actors(self, start: int, end: int, server, stop) -> tuple[list, list]:
@@ -144,10 +111,13 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     stop = pipeline.StopControl()
     server = pipeline.ParamsServer(run.layout.actor_devices)
     server.publish(start, state.params)
-    actors, queues = run.start_actors(start, total, server, stop)
+    actors: list = []
     t0 = time.perf_counter()
     try:
-        with SignalFlag(on_signal=stop.stop) as flag:
+        # A signal is acted on after the current update (the actors keep producing, so the
+        # learner gets there), where every process agrees, checkpoints and exits.
+        with SignalFlag() as flag:
+            actors, queues = run.start_actors(start, total, server, stop)
             for u in range(start, total):
                 items, wait_s = _collect(queues, stop, config.queue_timeout_s, u)
                 batch = sl.assemble(items, run.layout)
@@ -164,20 +134,16 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                           file=sys.stderr)
                     t0 = None
                 rundir.record(u + 1, _scalars(out, items, wait_s, learn_s), out.episodes)
-                if rundir.checkpoint_due(u + 1, u) or flag.exit_code is not None:
-                    rundir.save(u + 1, state)
-                if flag.exit_code is not None:
-                    raise SystemExit(flag.exit_code)
-    except pipeline.PipelineStopped as stopped:
+                rundir.after_update(u + 1, u, state, flag)
+    except pipeline.PipelineStopped:
         stop.raise_if_failed()
-        if flag.exit_code is not None:  # a signal stopped the actors while we waited
-            rundir.save(int(distributed.to_host(state.update)), state)
-            raise SystemExit(flag.exit_code) from stopped
         raise
     finally:
         stop.stop()
-        _join(actors)
-        rundir.close()
+        try:
+            _join(actors)
+        finally:
+            rundir.close()
     stop.raise_if_failed()
     return rundir.history
 
@@ -196,7 +162,7 @@ def _collect(queues, stop, timeout_s, update):
 
 def _scalars(out, items, wait_s, learn_s) -> dict:
     """Loss scalars and per-stage seconds of one update (actor timers averaged over threads)."""
-    row = {f"loss/{k}": float(v) for k, v in vars(out.loss).items()}
+    row = out.loss.scalars()
     for name in TIMERS:
         row[f"time/{name}_s"] = float(np.mean([it.timers.get(name, 0.0) for it in items]))
     row["time/rollout_queue_wait_s"] = wait_s
@@ -206,9 +172,16 @@ def _scalars(out, items, wait_s, learn_s) -> dict:
 
 
 def _join(actors) -> None:
+    """Joins the actor threads; raises if one is still alive after ``JOIN_TIMEOUT_S``
+    (only when no other exception is already on its way out)."""
     deadline = time.perf_counter() + JOIN_TIMEOUT_S
     for actor in actors:
         actor.thread.join(timeout=max(deadline - time.perf_counter(), 0.0))
     alive = [a.thread.name for a in actors if a.thread.is_alive()]
-    if alive:
-        raise RuntimeError(f"actor threads did not stop within {JOIN_TIMEOUT_S} s: {alive}")
+    if not alive:
+        return
+    message = f"actor threads did not stop within {JOIN_TIMEOUT_S} s: {alive}"
+    if sys.exc_info()[1] is not None:
+        print(message, file=sys.stderr)
+    else:
+        raise RuntimeError(message)

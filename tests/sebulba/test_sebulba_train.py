@@ -181,3 +181,29 @@ def test_prepare_rejects_envs_that_do_not_split():
     config.num_actor_threads = 5
     with pytest.raises(ConfigError, match="^num_envs:"):
         prepare(config)
+
+
+def test_sigterm_checkpoints_then_exits_143(tmp_path):
+    import signal
+    import time
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sebulba.main", "--config=configs/cartpole_ppo_sebulba.py",
+         "--config.total_env_steps=100000000", "--config.log_every=5",
+         f"--workdir={tmp_path}"],
+        cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    for line in proc.stderr:
+        if line.startswith("update ") or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert code == 143
+    steps = [int(d) for d in os.listdir(tmp_path / "checkpoints") if d.isdigit()]
+    assert steps and max(steps) >= 5
+    assert read_metrics(tmp_path)[-1]["update"] <= max(steps)
