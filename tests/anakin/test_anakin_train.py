@@ -156,3 +156,20 @@ def test_nan_rewards_fail_the_run():
     config.debug.nan_at_update = 3
     with pytest.raises(FloatingPointError, match="non-finite loss .* in update 4"):
         train(config, None, mesh=one_device_mesh())
+
+
+def test_minatar_breakout_config_runs():
+    from configs import minatar_breakout_ppo
+
+    config = minatar_breakout_ppo.get_config()
+    config.num_devices = 1
+    config.num_envs = 16
+    config.num_steps = 16
+    config.num_minibatches = 2
+    config.total_env_steps = 16 * 16 * 3
+    config.log_every = 1
+    config.updates_per_call = 3
+    prepare(config)
+    rows = train(config, None)
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    assert all(np.isfinite(r["loss/total"]) for r in rows)
