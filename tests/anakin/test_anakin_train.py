@@ -11,6 +11,7 @@ import sys
 import time
 
 import jax
+import numpy as np
 import pytest
 
 from anakin.train import prepare, train
