@@ -76,6 +76,18 @@ def _broadcast_lambda(lambda_, like):
     return jnp.broadcast_to(jnp.asarray(lambda_, like.dtype), like.shape)
 
 
+def _backward_sum(delta, coeff):
+    """``acc_t = delta_t + coeff_t * acc_{t+1}``, ``acc_T = 0``, over ``[T, B]`` arrays."""
+
+    def backward(acc, xs):
+        delta_s, coeff_s = xs
+        acc = delta_s + coeff_s * acc
+        return acc, acc
+
+    _, acc = jax.lax.scan(backward, jnp.zeros_like(delta[0]), (delta, coeff), reverse=True)
+    return acc
+
+
 def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
     """Generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438).
 
@@ -96,15 +108,7 @@ def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
     chex.assert_equal_shape([reward_t, discount_t, value_tm1, value_t])
     lambdas = _broadcast_lambda(lambda_, reward_t)
     delta = reward_t + discount_t * value_t - value_tm1
-
-    def backward(acc, xs):
-        delta_s, discount_s, lambda_s = xs
-        acc = delta_s + discount_s * lambda_s * acc
-        return acc, acc
-
-    _, advantages = jax.lax.scan(
-        backward, jnp.zeros_like(delta[0]), (delta, discount_t, lambdas), reverse=True
-    )
+    advantages = _backward_sum(delta, discount_t * lambdas)
     return advantages, advantages + value_tm1
 
 
@@ -148,15 +152,7 @@ def vtrace(
     clipped_rhos = jnp.minimum(clip_rho, rhos)
     cs = lambdas * jnp.minimum(1.0, rhos)
     delta = clipped_rhos * (reward_t + discount_t * value_t - value_tm1)
-
-    def backward(acc, xs):
-        delta_s, discount_s, c_s = xs
-        acc = delta_s + discount_s * c_s * acc
-        return acc, acc
-
-    _, acc = jax.lax.scan(
-        backward, jnp.zeros_like(delta[0]), (delta, discount_t, cs), reverse=True
-    )
+    acc = _backward_sum(delta, discount_t * cs)
     targets = value_tm1 + acc
     acc_tp1 = jnp.concatenate([acc[1:], jnp.zeros_like(acc[:1])], axis=0)
     vs_tp1 = value_t + jnp.where(lambdas > 0, acc_tp1, 0.0)

@@ -37,3 +37,52 @@ def assert_rows_close(rows_a: list[dict], rows_b: list[dict], tol: float = 1e-4)
             assert rb["episode_return"] is None
         else:
             assert rb["episode_return"] == pytest.approx(ra["episode_return"], rel=1e-5)
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def entry_env() -> dict:
+    """Environment for an entry-point subprocess: CPU, one device (no fake-device flag)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
+def sigterm_after_first_log(module: str, args: list[str], timeout_s: float = 120) -> int:
+    """Starts ``python -m module *args``, sends SIGTERM once it printed its first progress
+    line, and returns its exit code."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=entry_env(),
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + timeout_s
+    try:
+        for line in proc.stderr:
+            if line.startswith("update ") or time.time() > deadline:
+                break
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=60)
+    finally:
+        proc.kill()
+
+
+def checkpoint_steps(workdir) -> list[int]:
+    return sorted(int(d) for d in os.listdir(os.path.join(workdir, "checkpoints"))
+                  if d.isdigit())
+
+
+def run_entry(module: str, args: list[str], timeout_s: float = 300):
+    """``python -m module *args`` to completion; returns the CompletedProcess (text)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=entry_env(),
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def config_error_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("config error:")]

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
 import jax
 import numpy as np
@@ -18,9 +14,17 @@ from anakin.train import prepare, train
 from configs import cartpole_impala, cartpole_ppo
 from rlcore.config import ConfigError
 from rlcore.distributed import data_mesh
-from tests.helpers import assert_rows_close, best_return, read_metrics, reproducible_part
+from tests.helpers import (
+    assert_rows_close,
+    best_return,
+    checkpoint_steps,
+    config_error_lines,
+    read_metrics,
+    reproducible_part,
+    run_entry,
+    sigterm_after_first_log,
+)
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOLVED = 475.0
 
 
@@ -77,13 +81,6 @@ def test_one_vs_four_devices(algorithm):
     assert_rows_close(one, four, tol=1e-4)
 
 
-def _run_main(args, **kw):
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    return subprocess.run([sys.executable, "-m", "anakin.main", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, **kw)
-
-
 @pytest.mark.parametrize("override, field", [
     ("--config.env_id=CartPol-v1", "env_id"),
     ("--config.num_minibatches=3", "num_minibatches"),
@@ -92,9 +89,10 @@ def _run_main(args, **kw):
     ("--config.env_id=Breakout-v5", "env_id"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
-    proc = _run_main(["--config=configs/cartpole_ppo.py", override, f"--workdir={tmp_path}"])
+    proc = run_entry("anakin.main",
+                     ["--config=configs/cartpole_ppo.py", override, f"--workdir={tmp_path}"])
     assert proc.returncode == 2, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("config error:")]
+    lines = config_error_lines(proc.stderr)
     assert len(lines) == 1 and f"config error: {field}:" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not os.path.exists(tmp_path / "checkpoints")
@@ -108,26 +106,14 @@ def test_prepare_rejects_before_compiling():
 
 
 def test_sigterm_checkpoints_then_exits_143(tmp_path):
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
-         "--config.total_env_steps=100000000", "--config.log_every=10",
-         "--config.updates_per_call=10", f"--workdir={tmp_path}"],
-        cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    for line in proc.stderr:
-        if line.startswith("update ") or time.time() > deadline:
-            break
-    proc.send_signal(signal.SIGTERM)
-    try:
-        code = proc.wait(timeout=60)
-    finally:
-        proc.kill()
+    code = sigterm_after_first_log("anakin.main", [
+        "--config=configs/cartpole_ppo.py", "--config.total_env_steps=100000000",
+        "--config.log_every=10", "--config.updates_per_call=10", f"--workdir={tmp_path}"])
     assert code == 143
-    steps = [int(d) for d in os.listdir(tmp_path / "checkpoints") if d.isdigit()]
-    assert steps and max(steps) >= 10
-    assert read_metrics(tmp_path)[-1]["update"] <= max(steps)
+    steps = checkpoint_steps(tmp_path)
+    assert steps and steps[-1] >= 10
+    assert read_metrics(tmp_path)[-1]["update"] <= steps[-1]
+
 
 
 def test_resume_continues_bitwise(tmp_path):
