@@ -16,44 +16,44 @@ def get_config() -> ml_collections.ConfigDict:
     c.total_env_steps = 500_000     # budget over all envs of all processes
     c.num_envs = 4                  # envs in all, over all processes, threads and devices
     c.num_steps = 128               # rollout length T
-    c.learning_rate = 2.5e-4
+    c.learning_rate = 2.5e-4       # initial learning rate
     c.anneal_lr = True              # decay linearly to 0 over the run
     c.optimizer = "adam"            # adam | rmsprop (torch definition)
-    c.adam_eps = 1e-5
-    c.rmsprop_decay = 0.99
-    c.rmsprop_eps = 0.01
+    c.adam_eps = 1e-5              # Adam epsilon
+    c.rmsprop_decay = 0.99         # torch RMSProp alpha
+    c.rmsprop_eps = 0.01           # outside the square root (torch)
     c.max_grad_norm = 0.5           # global-norm gradient clip; 0 disables
-    c.num_epochs = 4
+    c.num_epochs = 4               # passes over each rollout
     c.num_minibatches = 4           # split the env axis; time stays whole
     c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled
     # Losses.
-    c.gamma = 0.99
+    c.gamma = 0.99                 # discount
     c.gae_lambda = 0.95             # PPO
     c.clip_eps = 0.2                # PPO ratio clip
     c.clip_vloss = False            # PPO value clipping
     c.norm_adv = True               # PPO per-minibatch advantage normalisation
-    c.vf_coef = 0.5
-    c.ent_coef = 0.01
+    c.vf_coef = 0.5                # value-loss coefficient
+    c.ent_coef = 0.01              # entropy bonus
     c.vtrace_lambda = 1.0           # IMPALA
     c.clip_rho = 1.0                # IMPALA
     c.clip_pg_rho = 1.0             # IMPALA
     # Logging and checkpoints (in updates).
-    c.log_every = 10
+    c.log_every = 10               # a metrics line every this many updates
     c.checkpoint_every = 0          # 0: only at the end and on signals
     # Anakin.
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices
-    c.learner_device_ids = (0,)
+    c.learner_device_ids = (0,)     # local devices that train (data-parallel)
     c.num_actor_threads = 1         # per actor device, each with its own EnvPool
     c.env_threads = 0               # EnvPool worker threads per pool; 0 = EnvPool default
     c.pipeline = "cleanba"          # sync | cleanba | async
     c.queue_timeout_s = 300.0       # longest wait on a rollout or params hand-off
     # Multi-process (jax.distributed); num_processes 1 = single process.
     c.coordinator_address = ""      # host:port of process 0
-    c.num_processes = 1
-    c.process_id = 0
+    c.num_processes = 1             # processes of the run
+    c.process_id = 0                # this process, 0..num_processes-1
     # Test knobs, off by default.
     c.debug = ml_collections.ConfigDict()
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
