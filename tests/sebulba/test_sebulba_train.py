@@ -202,3 +202,25 @@ def test_async_pipeline_runs_with_bounded_lag():
     assert [r["update"] for r in rows] == [1, 2, 3, 4, 5, 6]
     assert all(0.0 <= r["params_lag"] <= 2.0 for r in rows)
     assert all(np.isfinite(r["loss/total"]) for r in rows)
+
+
+@needs_4
+def test_resume_from_checkpoint_continues(tmp_path):
+    """Resumed at update 3 (learner state restored, envs re-seeded from (seed, update)): the
+    run finishes its budget, keeps the lines up to the checkpoint and replaces the rest;
+    two resumes from one checkpoint agree."""
+    import shutil
+
+    config = _small("cleanba", 2, checkpoint_every=3)
+    train(config, str(tmp_path / "run"))
+    original = reproducible_part(read_metrics(tmp_path / "run"))
+    for step in checkpoint_steps(tmp_path / "run"):
+        if step > 3:
+            shutil.rmtree(tmp_path / "run" / "checkpoints" / str(step))
+    shutil.copytree(tmp_path / "run", tmp_path / "again")
+    train(config, str(tmp_path / "run"))
+    train(config, str(tmp_path / "again"))
+    resumed = reproducible_part(read_metrics(tmp_path / "run"))
+    assert [r["update"] for r in resumed] == [1, 2, 3, 4, 5, 6]
+    assert resumed[:3] == original[:3]
+    assert resumed == reproducible_part(read_metrics(tmp_path / "again"))
