@@ -229,8 +229,9 @@ def _validate_sebulba(config, counts: DeviceCounts) -> int:
              "must be an integer >= 0")
     _number(config, "queue_timeout_s")
     _require(config.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
-    _require(config.debug.actor_jitter_ms >= 0 if isinstance(config.debug.actor_jitter_ms, int)
-             else False, "debug.actor_jitter_ms", "must be an integer >= 0")
+    jitter = config.debug.actor_jitter_ms
+    _require(isinstance(jitter, int) and jitter >= 0, "debug.actor_jitter_ms",
+             f"must be an integer >= 0, got {jitter!r}")
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     _require(isinstance(config.num_envs, int) and config.num_envs % actors == 0, "num_envs",
              f"{config.num_envs} envs do not split over {counts.processes} processes x "

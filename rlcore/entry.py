@@ -24,12 +24,13 @@ def parse_flags(argv):
         return rest
     except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
         message = " ".join(str(e).split())
-        found = re.search(r"--config\.([\w.]+)", message) or re.search(r"'(\w+)'", message)
-        field = found.group(1) if found and "--config." in message else "config"
-        if isinstance(e, OSError):
+        found = re.search(r"--config\.([\w.]+)", message)
+        field = found.group(1) if found else "config"
+        if isinstance(e, AttributeError):  # ml_collections: override of an unknown field
+            unknown = re.search(r"'(\w+)'", message)
+            field, message = (unknown.group(1) if unknown else field), "no such config field"
+        elif isinstance(e, OSError):  # the config file itself did not load
             message = message.split(" Attempted")[0]
-        if isinstance(e, AttributeError) and found:
-            field, message = found.group(1), "no such config field"
         print(f"config error: {field}: {message}", file=sys.stderr)
         sys.exit(2)
 

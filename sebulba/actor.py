@@ -95,8 +95,11 @@ class Actor:
         try:
             env = self.env_factory(self.spec.num_envs, self.spec.first_env)
             obs = env.reset().obs
+            first, n = self.spec.first_env, self.spec.num_envs
+            env_ids = jax.device_put(np.arange(first, first + n, dtype=np.int32),
+                                     self.spec.device)
             for r in range(self.start, self.end):
-                item, obs = self._rollout(env, obs, r)
+                item, obs = self._rollout(env, obs, env_ids, r)
                 item.timers["actor_put_wait"] = pipeline.put(
                     self.out_queue, item, self.stop, self.config.queue_timeout_s)
         except pipeline.PipelineStopped:
@@ -107,7 +110,9 @@ class Actor:
             if env is not None:
                 env.close()
 
-    def _rollout(self, env: HostEnv, obs: np.ndarray, r: int):
+    def _rollout(self, env: HostEnv, obs: np.ndarray, env_ids, r: int):
+        """Collects rollout ``r`` from ``obs`` with this thread's global ``env_ids [n]``
+        (on the actor device); returns ``(RolloutItem, next obs)``."""
         cfg, spec = self.config, self.spec
         if r == cfg.debug.fail_actor_at_update and spec.actor == 0 and spec.thread == 0:
             raise RuntimeError(f"debug.fail_actor_at_update: actor failed at update {r}")
@@ -117,8 +122,6 @@ class Actor:
             cfg.queue_timeout_s)
         t_len, n = cfg.num_steps, spec.num_envs
         buf = _HostBuffers.empty(t_len, n, obs)
-        env_ids = jax.device_put(np.arange(spec.first_env, spec.first_env + n, dtype=np.int32),
-                                 spec.device)
         logits, values = [], []
         ep_ret, ep_len, ep_cnt = 0.0, 0.0, 0
         for t in range(t_len):
