@@ -14,9 +14,9 @@ _WORKDIR = flags.DEFINE_string("workdir", "runs/anakin", "Run directory.")
 
 def _main(argv):
     del argv
-    from anakin.train import prepare, train
+    from anakin.train import MODE, train
 
-    return run_main(_CONFIG.value, _WORKDIR.value, prepare, train)
+    return run_main(_CONFIG.value, _WORKDIR.value, MODE, train)
 
 
 if __name__ == "__main__":

@@ -14,22 +14,7 @@ from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
 from rlcore.seeding import per_env_keys, sample_actions
-from rlcore.types import Trajectory
-
-
-@struct.dataclass
-class EpisodeSummary:
-    """Sums over the episodes that ended during a rollout (scalars).
-
-    Attributes:
-      return_sum: sum of the undiscounted returns of the ended episodes.
-      length_sum: sum of their lengths.
-      count: how many ended.
-    """
-
-    return_sum: jax.Array
-    length_sum: jax.Array
-    count: jax.Array
+from rlcore.types import EpisodeSummary, Trajectory
 
 
 @struct.dataclass

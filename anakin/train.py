@@ -18,17 +18,18 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
-from anakin.rollout import EnvCarry, EpisodeSummary, make_rollout_fn, reset_envs
+from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
-from rlcore import config as rlconfig
-from rlcore import distributed
+from rlcore import distributed, entry
 from rlcore.checkpoint import SignalFlag
-from rlcore.learner import init_learner_state, make_update_fn
+from rlcore.config import DeviceCounts, ModeChecks, derive, is_int, positive_int, require
+from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import make_network
+from rlcore.optim import optimizer_for
 from rlcore.rundir import RunDir
 from rlcore.seeding import Roots
-from rlcore.types import LearnerState
+from rlcore.types import EpisodeSummary, LearnerState
 
 AXIS = distributed.DATA_AXIS
 
@@ -56,19 +57,14 @@ class AnakinRun:
         self.config = config
         self.mesh = mesh_for(config) if mesh is None else mesh
         self.num_devices = self.mesh.devices.size
-        self.derived = rlconfig.derive(config, self.num_devices)
+        self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
         self.network = make_network(config.network, self.env.spec)
-        self.optimizer = rlconfig.optimizer(config, self.derived)
+        self.optimizer = optimizer_for(config, self.derived.optimizer_steps)
         self.roots = Roots.from_seed(config.seed)
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update)
-        self.update = make_update_fn(
-            config.algorithm, self.network.apply, self.optimizer,
-            num_epochs=config.num_epochs, num_minibatches=config.num_minibatches,
-            axis_name=AXIS, hparams=rlconfig.loss_hparams(config),
-            unroll=rlconfig.unroll(config),
-        )
+        self.update = make_update_fn_for(config, self.network.apply, self.optimizer, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=P(AXIS))
         self._call = None
 
@@ -168,25 +164,35 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
                     t0 = None
                 for i in range(k):
-                    scalars = jax.tree.map(lambda x, i=i: x[i], out.loss).scalars()
+                    row = jax.tree.map(lambda x, i=i: x[i], out)
+                    scalars = row.loss.scalars()
                     scalars["time/update_s"] = per_update_s
-                    ep = out.episodes
-                    rundir.record(start + i + 1, scalars,
-                                  (ep.return_sum[i], ep.length_sum[i], ep.count[i]),
+                    rundir.record(start + i + 1, scalars, row.episodes,
                                   sps=run.derived.steps_per_update / per_update_s)
-                rundir.after_update(start + k, start, state, flag)
+                # A collective in multi-process runs: every process, after every call.
+                exit_code = distributed.agree_on_exit_code(flag.exit_code)
+                rundir.checkpoint_or_exit(start + k, start, state, exit_code)
                 start += k
     finally:
         rundir.close()
     return rundir.history
 
 
-def prepare(config) -> None:
-    """Joins the runtime, then checks every Anakin field (before anything compiles).
+def check_fields(config, counts: DeviceCounts) -> int:
+    """Checks the Anakin fields; returns the number of data shards."""
+    n = config.num_devices
+    require(is_int(n) and 0 <= n <= counts.devices, "num_devices",
+            f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
+    require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
+            "must be 0 (all) in a multi-process run")
+    positive_int(config, "updates_per_call")
+    return n or counts.devices
 
-    Raises:
-      ConfigError: ``"field: what is wrong"``.
-    """
-    rlconfig.validate_distributed(config)
-    distributed.initialize(config)
-    rlconfig.validate(config, "anakin", distributed.device_counts())
+
+# What validation needs of Anakin: its fields, jittable env ids and their specs.
+MODE = ModeChecks(name="anakin", check_fields=check_fields,
+                  check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec)
+
+
+# ``prepare(config)``: joins the runtime and checks every field before anything compiles.
+prepare = functools.partial(entry.prepare, mode=MODE)

@@ -8,7 +8,7 @@ For each ``num_envs`` it measures, on the default (first) device:
     device, ``num_steps`` 128, 4 minibatches, 4 epochs, 10 updates per call) over several
     calls after the first (compiling) call, whose time is reported too;
 (c) per update: the rollout alone (``make_rollout_fn``, same params and envs) and the update
-    alone (``make_update_fn`` on a trajectory of the same shape), several per jitted scan like
+    alone (``make_update_fn_for`` on a trajectory of the same shape), several per jitted scan like
     the training call; "other" is the training time per update minus the two (the skip
     ``cond``, episode sums, fusion lost or won at the rollout/update seam, dispatch, host
     sync, and measurement noise).
@@ -38,8 +38,7 @@ from anakin.rollout import reset_envs
 from anakin.train import AnakinRun, prepare
 from benchmarks.common import format_table, time_calls, timed
 from envs import registry
-from rlcore import config as rlconfig
-from rlcore.learner import make_update_fn
+from rlcore.learner import make_update_fn_for
 
 HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "train/env ratio",
            "rollout ms/update", "update ms/update", "other ms/update", "first call s")
@@ -179,10 +178,7 @@ def rollout_timing(run: AnakinRun, k: int, repeats: int):
 def update_timing(run: AnakinRun, traj, k: int, repeats: int) -> float:
     """Seconds per update (same optimizer, epochs, minibatches; single device, so no
     ``pmean``) on the fixed trajectory ``traj``, ``k`` updates per call."""
-    c = run.config
-    update = make_update_fn(c.algorithm, run.network.apply, run.optimizer,
-                            num_epochs=c.num_epochs, num_minibatches=c.num_minibatches,
-                            hparams=rlconfig.loss_hparams(c), unroll=rlconfig.unroll(c))
+    update = make_update_fn_for(run.config, run.network.apply, run.optimizer)
 
     def step(learner, u, traj):
         return update(learner, traj, jax.random.fold_in(run.roots.update, u))[0]

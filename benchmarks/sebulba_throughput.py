@@ -111,7 +111,7 @@ def learner_only_sps(config, repeats: int) -> float:
         reward=rng.standard_normal((t, b)).astype(np.float32),
         terminated=np.zeros((t, b), bool), truncated=np.zeros((t, b), bool),
         behaviour_logits=np.zeros((t, b, run.spec.num_actions), np.float32),
-        behaviour_value=np.zeros((t, b), np.float32),
+        behaviour_value=None,
         bootstrap_obs=rng.integers(0, 255, (b,) + tuple(run.spec.obs_shape), dtype=np.uint8),
     )
     from jax.sharding import NamedSharding

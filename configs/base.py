@@ -55,7 +55,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.num_processes = 1             # processes of the run
     c.process_id = 0                # this process, 0..num_processes-1
     # Test knobs, off by default.
-    c.debug = ml_collections.ConfigDict()
+    c.debug = ml_collections.ConfigDict()  # fault injection for the tests
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
     c.debug.fail_actor_at_update = -1  # raise in actor thread 0 before rollout k (0-based)
     c.debug.nan_at_update = -1      # poison the rewards of rollout k (0-based; update k+1 fails)

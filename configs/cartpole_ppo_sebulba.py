@@ -9,16 +9,10 @@ from configs import cartpole_ppo
 
 def get_config():
     c = cartpole_ppo.get_config()
-    c.env_id = "CartPole-v1"       # EnvPool (host) CartPole
     c.num_envs = 24                # over all processes, actor devices and threads
-    c.num_steps = 32               # rollout length T
+    c.num_steps = 32               # rollout length T (4 minibatches of 6 envs x 32 steps)
     c.total_env_steps = 250_000    # budget over all envs of all processes
-    c.num_epochs = 4               # passes over each rollout
-    c.num_minibatches = 4          # 6 envs x 32 steps each
     c.learning_rate = 1e-3         # annealed linearly to 0
-    c.actor_device_ids = (0,)      # local devices that run the policy
-    c.learner_device_ids = (0,)    # local devices that train (data-parallel)
     c.num_actor_threads = 2        # each with its own EnvPool of 12 envs
-    c.pipeline = "cleanba"         # actors exactly one update behind
     c.log_every = 20               # in updates
     return c

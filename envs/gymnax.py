@@ -29,6 +29,7 @@ from gymnax.environments import environment as _gymnax_environment
 from gymnax.environments import spaces as _gymnax_spaces
 
 from envs.autoreset import AutoResetJaxEnv
+from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
 # gymnax ids with a continuous (Box) action space; every other registered id is discrete.
@@ -42,11 +43,6 @@ def discrete_gymnax_ids() -> list[str]:
     """Registered gymnax ids with discrete actions, in gymnax's order."""
     return [i for i in _gymnax.registered_envs if i not in CONTINUOUS_GYMNAX_IDS]
 
-
-def _config_error(message: str) -> Exception:
-    from rlcore.config import ConfigError  # lazy: rlcore.config is owned elsewhere
-
-    return ConfigError(message)
 
 
 class GymnaxEnv(AutoResetJaxEnv):
@@ -71,11 +67,11 @@ class GymnaxEnv(AutoResetJaxEnv):
         if param_overrides:
             unknown = sorted(set(param_overrides) - {f.name for f in dataclasses.fields(params)})
             if unknown:
-                raise _config_error(f"env_id: {env_id} has no env params {unknown}")
+                raise ConfigError(f"env_id: {env_id} has no env params {unknown}")
             params = params.replace(**param_overrides)
         action_space = env.action_space(params)
         if not isinstance(action_space, _gymnax_spaces.Discrete):
-            raise _config_error(f"env_id: {env_id} has continuous actions; need discrete")
+            raise ConfigError(f"env_id: {env_id} has continuous actions; need discrete")
         obs = jax.eval_shape(lambda k: env.reset_env(k, params)[0], jax.random.key(0))
         self.env_id = env_id
         self.spec = EnvSpec(

@@ -8,7 +8,7 @@ Two kinds of id:
 - HostEnv ids (Sebulba): EnvPool's Atari ``-v5`` ids and ``CartPole-v1``, ``Acrobot-v1``.
 
 ``CartPole-v1`` and ``Acrobot-v1`` are both. An id of neither kind raises
-``rlcore.config.ConfigError`` listing close matches over all known ids. The env libraries are
+``rlcore.errors.ConfigError`` listing close matches over all known ids. The env libraries are
 imported on first use, so resolving a JaxEnv id never imports EnvPool and vice versa.
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envs.base import HostEnv, JaxEnv
+from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
 
@@ -32,11 +33,6 @@ def _make_catch(**overrides: Any) -> JaxEnv:
 # Our own jittable envs: id -> factory(**overrides).
 OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch-own": _make_catch}
 
-
-def _config_error(message: str) -> Exception:
-    from rlcore.config import ConfigError  # lazy: owned by rlcore
-
-    return ConfigError(message)
 
 
 @functools.cache
@@ -79,11 +75,13 @@ def check_host_env_id(env_id: str) -> None:
         raise _unknown(env_id, "host (EnvPool, Sebulba)", tuple(host_env_ids()))
 
 
-def obs_spec(env_id: str) -> EnvSpec:
-    """The EnvSpec of ``env_id`` (jittable env if it is one, else a 1-env EnvPool probe);
-    compiles nothing."""
-    if is_jax_env(env_id):
-        return make_jax_env(env_id).spec
+def jax_env_spec(env_id: str) -> EnvSpec:
+    """The EnvSpec of the jittable env ``env_id``; compiles nothing."""
+    return make_jax_env(env_id).spec
+
+
+def host_env_spec(env_id: str) -> EnvSpec:
+    """The EnvSpec of the EnvPool env ``env_id`` (from a 1-env probe)."""
     env = make_host_env(env_id, 1, seed=0)
     try:
         return env.spec
@@ -96,13 +94,13 @@ def _unknown(env_id: str, kind: str, kind_ids: tuple[str, ...]) -> Exception:
     from envs.gymnax import CONTINUOUS_GYMNAX_IDS
 
     if env_id in CONTINUOUS_GYMNAX_IDS:
-        return _config_error(f"env_id: '{env_id}' has continuous actions; need discrete")
+        return ConfigError(f"env_id: '{env_id}' has continuous actions; need discrete")
     all_ids = list(dict.fromkeys((*jax_env_ids(), *host_env_ids())))
     if env_id in all_ids:
         hint = f"close matches of this kind: {', '.join(_close(env_id, kind_ids)) or 'none'}"
-        return _config_error(f"env_id: '{env_id}' is not a {kind} env; {hint}")
+        return ConfigError(f"env_id: '{env_id}' is not a {kind} env; {hint}")
     matches = ", ".join(_close(env_id, all_ids)) or "none"
-    return _config_error(f"env_id: unknown env '{env_id}'; close matches: {matches}")
+    return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
 
 
 def _close(env_id: str, ids: Any) -> list[str]:

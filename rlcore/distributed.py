@@ -7,6 +7,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from rlcore.config import DeviceCounts
+
 DATA_AXIS = "data"
 
 
@@ -36,11 +38,6 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def sharded(mesh: Mesh) -> NamedSharding:
-    """Leading axis split over the ``data`` axis."""
-    return NamedSharding(mesh, P(DATA_AXIS))
-
-
 def is_main_process() -> bool:
     return jax.process_index() == 0
 
@@ -50,10 +47,8 @@ def to_host(tree):
     return jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), tree)
 
 
-def device_counts():
-    """``rlcore.config.DeviceCounts`` of the running runtime."""
-    from rlcore.config import DeviceCounts
-
+def device_counts() -> DeviceCounts:
+    """The device and process counts of the running runtime (for validation)."""
     return DeviceCounts(devices=jax.device_count(), local_devices=jax.local_device_count(),
                         processes=jax.process_count())
 

@@ -1,4 +1,5 @@
-"""What both entry points share: validation first, then exit codes and a summary.
+"""What both entry points share: flag parsing, validation first, then exit codes and a
+summary.
 
 Exit codes: 0 done, 1 runtime failure (traceback printed), 2 bad config (one line naming
 the field), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
@@ -12,7 +13,9 @@ import traceback
 
 from absl import flags
 
-from rlcore.config import ConfigError
+from rlcore import distributed
+from rlcore.config import ModeChecks, validate, validate_distributed
+from rlcore.errors import ConfigError
 
 
 def parse_flags(argv):
@@ -35,10 +38,23 @@ def parse_flags(argv):
         sys.exit(2)
 
 
-def run_main(config, workdir, prepare, train) -> None:
-    """Runs ``prepare(config)`` (validation, runtime set-up), then ``train(config, workdir)``."""
+def prepare(config, mode: ModeChecks) -> None:
+    """Checks the process fields, joins the multi-process runtime, then checks every other
+    field for ``mode``: all before anything compiles.
+
+    Raises:
+      ConfigError: ``"field: what is wrong"``.
+    """
+    validate_distributed(config)
+    distributed.initialize(config)
+    validate(config, mode, distributed.device_counts())
+
+
+def run_main(config, workdir, mode: ModeChecks, train) -> None:
+    """Runs ``prepare(config, mode)``, then ``train(config, workdir)``; exits with the code
+    of the outcome."""
     try:
-        prepare(config)
+        prepare(config, mode)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlcore import returns
-from rlcore.types import Trajectory
+from rlcore.types import Trajectory, take_envs
 
 
 @struct.dataclass
@@ -34,6 +34,10 @@ class PPOBatch:
     old_value: jax.Array
     advantages: jax.Array
     targets: jax.Array
+
+    def take_envs(self, idx) -> "PPOBatch":
+        """The envs ``idx [b]``: leaves ``[T, b, ...]``."""
+        return take_envs(self, idx)
 
 
 @struct.dataclass
@@ -60,6 +64,14 @@ class LossMetrics:
     def scalars(self) -> dict[str, float]:
         """``{"loss/<name>": float}`` of host (scalar) values, for metrics.jsonl."""
         return {f"loss/{k}": float(v) for k, v in vars(self).items()}
+
+    @classmethod
+    def combine(cls, policy, value, entropy, *, vf_coef, ent_coef, approx_kl, clip_frac):
+        """``(total, LossMetrics)`` with ``total = policy + vf_coef * value - ent_coef *
+        entropy``, the actor-critic loss both algorithms differentiate."""
+        total = policy + vf_coef * value - ent_coef * entropy
+        return total, cls(total=total, policy=policy, value=value, entropy=entropy,
+                          approx_kl=approx_kl, clip_frac=clip_frac)
 
 
 def _flatten_time(x):
@@ -147,19 +159,11 @@ def ppo_loss(
     if clip_vloss:
         clipped = batch.old_value + jnp.clip(value - batch.old_value, -clip_eps, clip_eps)
         value_err = jnp.maximum(value_err, jnp.square(clipped - batch.targets))
-    value_loss = 0.5 * jnp.mean(value_err)
-    ent = jnp.mean(entropy)
-    total = policy + vf_coef * value_loss - ent_coef * ent
-
-    metrics = LossMetrics(
-        total=total,
-        policy=policy,
-        value=value_loss,
-        entropy=ent,
-        approx_kl=jnp.mean((ratio - 1.0) - log_ratio),
+    return LossMetrics.combine(
+        policy, 0.5 * jnp.mean(value_err), jnp.mean(entropy), vf_coef=vf_coef,
+        ent_coef=ent_coef, approx_kl=jnp.mean((ratio - 1.0) - log_ratio),
         clip_frac=jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)),
     )
-    return total, metrics
 
 
 def impala_loss(
@@ -173,7 +177,6 @@ def impala_loss(
     lambda_=1.0,
     clip_rho=1.0,
     clip_pg_rho=1.0,
-    axis_name=None,
 ):
     """IMPALA actor-critic loss with V-trace targets (Espeholt et al. 2018, arXiv 1802.01561).
 
@@ -190,13 +193,10 @@ def impala_loss(
       lambda_: V-trace lambda.
       clip_rho: importance-weight clip in the targets.
       clip_pg_rho: importance-weight clip in the policy gradient.
-      axis_name: unused by the math (every term is per sequence); kept for a uniform
-        signature with ``ppo_loss``.
 
     Returns:
       ``(loss, LossMetrics)``, means over this device's ``T * b`` elements.
     """
-    del axis_name
     chex.assert_rank([trajectory.action, trajectory.reward], 2)
     chex.assert_equal_shape([trajectory.action, trajectory.reward, trajectory.terminated])
     t, b = trajectory.action.shape
@@ -228,14 +228,8 @@ def impala_loss(
     )
     policy = -jnp.mean(jax.lax.stop_gradient(vt.pg_advantages) * log_pa)
     value_loss = 0.5 * jnp.mean(jnp.square(jax.lax.stop_gradient(vt.targets) - value_tm1))
-    ent = jnp.mean(entropy)
-    total = policy + vf_coef * value_loss - ent_coef * ent
-    metrics = LossMetrics(
-        total=total,
-        policy=policy,
-        value=value_loss,
-        entropy=ent,
+    return LossMetrics.combine(
+        policy, value_loss, jnp.mean(entropy), vf_coef=vf_coef, ent_coef=ent_coef,
         approx_kl=jnp.mean(jnp.expm1(log_rhos) - log_rhos),
         clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho)).astype(jnp.float32)),
     )
-    return total, metrics

@@ -17,6 +17,8 @@ from typing import Mapping
 
 import numpy as np
 
+from rlcore.types import EpisodeSummary
+
 CLOCK_WORDS = ("time", "sps", "wall")
 
 
@@ -32,28 +34,6 @@ def _to_python(value):
     if value.dtype.kind == "b":
         return bool(value)
     return float(value)
-
-
-class EpisodeAccumulator:
-    """Sums and counts of finished episodes between two log lines."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        self.return_sum = 0.0
-        self.length_sum = 0.0
-        self.count = 0
-
-    def add(self, return_sum: float, length_sum: float, count: int) -> None:
-        self.return_sum += float(return_sum)
-        self.length_sum += float(length_sum)
-        self.count += int(count)
-
-    def means(self) -> tuple[float | None, float | None]:
-        if self.count == 0:
-            return None, None
-        return self.return_sum / self.count, self.length_sum / self.count
 
 
 class MetricsLogger:
@@ -72,7 +52,6 @@ class MetricsLogger:
                  write=True, start: tuple[int, int] = (0, 0)):
         self.total_updates = total_updates
         self.console = console
-        self.episodes = EpisodeAccumulator()
         self.start = time.perf_counter()
         self.start_update = start[0]
         self._last = (self.start, start[1])
@@ -88,8 +67,9 @@ class MetricsLogger:
         self.history: list[dict] = []
 
     def log(self, update: int, env_steps: int, scalars: Mapping[str, float],
-            sps: float | None = None) -> dict:
-        """Writes one line; ``scalars`` holds ``loss/...`` and ``time/...`` values.
+            episodes: EpisodeSummary, sps: float | None = None) -> dict:
+        """Writes one line; ``scalars`` holds ``loss/...`` and ``time/...`` values,
+        ``episodes`` the episodes ended since the previous line.
 
         ``sps`` defaults to env steps per second since the previous line; callers that log
         several lines per measured interval (Anakin's multi-update calls) pass their own.
@@ -99,8 +79,7 @@ class MetricsLogger:
         if sps is None:
             sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
         self._last = (now, env_steps)
-        ep_return, ep_length = self.episodes.means()
-        self.episodes.reset()
+        ep_return, ep_length = episodes.means()
         row = {
             "update": int(update),
             "env_steps": int(env_steps),

@@ -13,7 +13,7 @@ and move channels last. All take a batch ``[N, *obs_shape]`` and return ``logits
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -43,6 +43,7 @@ class MLPActorCritic(nn.Module):
 
     num_actions: int
     hidden: Sequence[int] = (64, 64)
+    takes_frames: ClassVar[bool] = False  # any observation shape, flattened
 
     @nn.compact
     def __call__(self, obs):
@@ -65,6 +66,7 @@ class NatureCNN(nn.Module):
     """Nature DQN torso with actor-critic heads. ``obs uint8 [N, C, H, W]``."""
 
     num_actions: int
+    takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
     def __call__(self, obs):
@@ -93,6 +95,7 @@ class ImpalaResNet(nn.Module):
     num_actions: int
     channels: Sequence[int] = (16, 32, 32)
     dense: int = 256
+    takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
     def __call__(self, obs):
@@ -107,7 +110,10 @@ class ImpalaResNet(nn.Module):
         return _Heads(self.num_actions)(x)
 
 
+# name -> module class; the config's ``network`` choices.
 NETWORKS = {"mlp": MLPActorCritic, "nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet}
+# Networks that need uint8 [C, H, W] frames (validation refuses them for other envs).
+IMAGE_NETWORKS = tuple(name for name, cls in NETWORKS.items() if cls.takes_frames)
 
 
 def make_network(name: str, spec: EnvSpec) -> nn.Module:

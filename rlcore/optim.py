@@ -21,6 +21,18 @@ def torch_rmsprop(learning_rate, decay=0.99, eps=0.01):
                          initial_scale=0.0)
 
 
+def _adam(schedule, *, adam_eps, **_):
+    return optax.adam(schedule, eps=adam_eps)
+
+
+def _rmsprop(schedule, *, rmsprop_decay, rmsprop_eps, **_):
+    return torch_rmsprop(schedule, decay=rmsprop_decay, eps=rmsprop_eps)
+
+
+# name -> factory(schedule, **optimizer constants); the config's ``optimizer`` choices.
+OPTIMIZERS = {"adam": _adam, "rmsprop": _rmsprop}
+
+
 def make_optimizer(
     name: str,
     learning_rate: float,
@@ -35,7 +47,7 @@ def make_optimizer(
     """Gradient clipping by global norm, then Adam or torch-style RMSProp.
 
     Args:
-      name: ``"adam"`` or ``"rmsprop"``.
+      name: a key of ``OPTIMIZERS``.
       learning_rate: initial learning rate.
       max_grad_norm: global-norm clip (``<= 0`` disables clipping).
       total_steps: optimizer steps over the whole run (for annealing).
@@ -45,13 +57,20 @@ def make_optimizer(
     Returns:
       An optax GradientTransformation.
     """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer: unknown '{name}' (expected one of {', '.join(OPTIMIZERS)})")
     schedule = linear_schedule(learning_rate, total_steps, anneal_lr)
-    if name == "adam":
-        opt = optax.adam(schedule, eps=adam_eps)
-    elif name == "rmsprop":
-        opt = torch_rmsprop(schedule, decay=rmsprop_decay, eps=rmsprop_eps)
-    else:
-        raise ValueError(f"optimizer: unknown '{name}' (expected adam or rmsprop)")
+    opt = OPTIMIZERS[name](schedule, adam_eps=adam_eps, rmsprop_decay=rmsprop_decay,
+                           rmsprop_eps=rmsprop_eps)
     if max_grad_norm > 0:
         return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
     return opt
+
+
+def optimizer_for(config, total_steps: int) -> optax.GradientTransformation:
+    """The optimizer of a config over ``total_steps`` gradient steps (for annealing)."""
+    return make_optimizer(
+        config.optimizer, config.learning_rate, max_grad_norm=config.max_grad_norm,
+        total_steps=total_steps, anneal_lr=config.anneal_lr, adam_eps=config.adam_eps,
+        rmsprop_decay=config.rmsprop_decay, rmsprop_eps=config.rmsprop_eps,
+    )

@@ -6,6 +6,9 @@ multiple of ``checkpoint_every`` is reached or passed (and at the end); a checkp
 exiting on a signal. With each checkpoint it keeps the open log window (``log_state/``), and
 a resume drops metrics lines past the checkpoint, so a resumed run's ``metrics.jsonl`` equals
 an uninterrupted run's except for clock keys.
+
+Signals are the trainers' business: each loop agrees on them across processes
+(``distributed.agree_on_exit_code``) and hands the result to ``checkpoint_or_exit``.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import numpy as np
 
 from rlcore import distributed
 from rlcore.checkpoint import Checkpointer
-from rlcore.config import ConfigError
+from rlcore.errors import ConfigError
 from rlcore.metrics import MetricsLogger, write_config
+from rlcore.types import EpisodeSummary
 
 # Fields a resumed run may change: they alter neither the data nor the math.
 RESUMABLE_CHANGES = frozenset({
@@ -50,6 +54,7 @@ class RunDir:
         self.ckpt = Checkpointer(workdir) if workdir else None
         self.logger: MetricsLogger | None = None
         self._window: list[Mapping[str, float]] = []
+        self._episodes = EpisodeSummary.zero()
 
     def restore_or(self, fresh_state):
         """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``;
@@ -75,10 +80,10 @@ class RunDir:
             self._load_log_state(start)
         return state
 
-    def record(self, update: int, scalars: Mapping[str, float], episodes,
+    def record(self, update: int, scalars: Mapping[str, float], episodes: EpisodeSummary,
                sps: float | None = None) -> None:
-        """Adds update ``update``'s scalars and ``episodes = (return sum, length sum, count)``;
-        writes a log line when one is due.
+        """Adds update ``update``'s scalars and the episodes that ended in it; writes a log
+        line (window means) when one is due.
 
         Raises:
           FloatingPointError: the update's ``loss/total`` is not finite.
@@ -86,32 +91,32 @@ class RunDir:
         total_loss = scalars.get("loss/total", 0.0)
         if not math.isfinite(total_loss):
             raise FloatingPointError(f"non-finite loss ({total_loss}) in update {update}")
-        self.logger.episodes.add(*episodes)
+        self._episodes = self._episodes + episodes
         self._window.append(dict(scalars))
         if update % self.config.log_every == 0 or update == self.total:
             means = {k: float(np.mean([w[k] for w in self._window])) for k in self._window[0]}
+            self.logger.log(update, update * self.steps_per_update, means, self._episodes,
+                            sps=sps)
             self._window.clear()
-            self.logger.log(update, update * self.steps_per_update, means, sps=sps)
+            self._episodes = EpisodeSummary.zero()
 
     def checkpoint_due(self, update: int, previous: int) -> bool:
         """Whether the updates ``previous + 1 .. update`` reached a checkpoint point."""
         every = self.config.checkpoint_every
         return update == self.total or (every > 0 and update // every > previous // every)
 
-    def after_update(self, update: int, previous: int, state, flag) -> None:
-        """Checkpoints when due or when a signal came; then exits on the signal.
-
-        In a multi-process run the processes first agree on the signal (the largest exit
-        code any of them saw), so all of them save and stop at the same update.
+    def checkpoint_or_exit(self, update: int, previous: int, state,
+                           exit_code: int | None) -> None:
+        """After updates ``previous + 1 .. update``: checkpoints when due or when the run
+        stops on a signal (``exit_code`` 130/143, agreed by every process), then stops.
 
         Raises:
-          SystemExit: with 130/143 after a signal, once the checkpoint is written.
+          SystemExit: ``exit_code``, once the checkpoint is written.
         """
-        code = distributed.agree_on_exit_code(flag.exit_code)
-        if self.checkpoint_due(update, previous) or code is not None:
+        if self.checkpoint_due(update, previous) or exit_code is not None:
             self.save(update, state)
-        if code is not None:
-            raise SystemExit(code)
+        if exit_code is not None:
+            raise SystemExit(exit_code)
 
     def save(self, update: int, state) -> None:
         """Checkpoints ``state`` as ``update``, with the open log window beside it."""
@@ -119,11 +124,9 @@ class RunDir:
             return
         self.ckpt.save(update, state)
         if self.main:
-            acc = self.logger.episodes
             os.makedirs(self._log_state_dir(), exist_ok=True)
             with open(self._log_state_path(update), "w") as f:
-                json.dump({"window": self._window, "episodes": [
-                    acc.return_sum, acc.length_sum, acc.count]}, f)
+                json.dump({"window": self._window, "episodes": self._episodes.as_list()}, f)
 
     @property
     def history(self) -> list[dict]:
@@ -148,7 +151,7 @@ class RunDir:
         with open(path) as f:
             saved = json.load(f)
         self._window = saved["window"]
-        self.logger.episodes.add(*saved["episodes"])
+        self._episodes = EpisodeSummary(*saved["episodes"])
 
     def _truncate_metrics(self, update: int) -> None:
         """Drops metrics.jsonl lines past ``update`` (logged after the last checkpoint)."""

@@ -1,15 +1,25 @@
-"""Named pytrees shared by both architectures: Trajectory, LearnerState, EnvSpec.
+"""Named pytrees shared by both architectures: Trajectory, EpisodeSummary, LearnerState,
+EnvSpec, and the env-axis helpers of time-major records.
 
-Time-major throughout: a leaf of a Trajectory is ``[T, B, ...]`` (T rollout steps, B envs).
+Time-major throughout: a leaf of a Trajectory is ``[T, B, ...]`` (T rollout steps, B envs),
+except ``bootstrap_obs`` ``[B, ...]``; the helpers here are the one place that knows it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
+from jax.sharding import PartitionSpec as P
+
+
+def take_envs(tree, idx):
+    """Selects envs ``idx [b]`` along axis 1 of every time-major leaf ``[T, B, ...]``."""
+    return jax.tree.map(lambda x: jnp.take(x, idx, axis=1), tree)
 
 
 @struct.dataclass
@@ -43,7 +53,8 @@ class Trajectory:
       terminated: ``[T, B]`` bool, the episode reached a terminal state.
       truncated: ``[T, B]`` bool, the episode was cut (time limit), not a terminal state.
       behaviour_logits: ``[T, B, A]`` float32, logits of the policy that acted.
-      behaviour_value: ``[T, B]`` float32, that policy's value estimates.
+      behaviour_value: ``[T, B]`` float32, that policy's value estimates, or None where the
+        actors do not ship them (Sebulba: the learner recomputes values with its own params).
       bootstrap_obs: ``[B, *obs_shape]``.
     """
 
@@ -53,8 +64,85 @@ class Trajectory:
     terminated: jax.Array
     truncated: jax.Array
     behaviour_logits: jax.Array
-    behaviour_value: jax.Array
+    behaviour_value: jax.Array | None
     bootstrap_obs: jax.Array
+
+    def _map_env_axis(self, fn) -> "Trajectory":
+        """``fn(leaf, env_axis)`` on every leaf: axis 1 of ``[T, B, ...]``, axis 0 of
+        ``bootstrap_obs``."""
+        body = jax.tree.map(lambda x: fn(x, 1), self.replace(bootstrap_obs=None))
+        return body.replace(bootstrap_obs=fn(self.bootstrap_obs, 0))
+
+    def take_envs(self, idx) -> "Trajectory":
+        """The envs ``idx [b]`` (a minibatch): leaves ``[T, b, ...]``, bootstrap ``[b, ...]``."""
+        return self._map_env_axis(lambda x, axis: jnp.take(x, idx, axis=axis))
+
+    def slice_envs(self, lo: int, hi: int) -> "Trajectory":
+        """Envs ``lo .. hi - 1`` (numpy or jax leaves; a view where numpy allows)."""
+        return self._map_env_axis(
+            lambda x, axis: x[:, lo:hi] if axis == 1 else x[lo:hi])
+
+    @staticmethod
+    def concat_envs(trajs: Sequence["Trajectory"]) -> "Trajectory":
+        """Trajectories of consecutive env blocks joined along the env axis (jax arrays on
+        one device); a single one is returned as is."""
+        if len(trajs) == 1:
+            return trajs[0]
+        body = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1),
+                            *[t.replace(bootstrap_obs=None) for t in trajs])
+        return body.replace(bootstrap_obs=jnp.concatenate([t.bootstrap_obs for t in trajs], 0))
+
+    @staticmethod
+    def env_partition(axis_name: str, with_value: bool = True) -> "Trajectory":
+        """PartitionSpecs that split the env axis over mesh axis ``axis_name`` (for
+        ``shard_map`` and ``NamedSharding``); ``with_value=False`` where ``behaviour_value``
+        is None."""
+        tm = P(None, axis_name)
+        return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
+                          behaviour_logits=tm, behaviour_value=tm if with_value else None,
+                          bootstrap_obs=P(axis_name))
+
+
+@struct.dataclass
+class EpisodeSummary:
+    """Sums over a set of ended episodes: what a rollout reports and a log window adds up.
+
+    Leaves are scalars (device or host numbers), or ``[N]`` where a caller keeps one
+    summary per device.
+
+    Attributes:
+      return_sum: sum of the undiscounted returns of the ended episodes.
+      length_sum: sum of their lengths.
+      count: how many ended.
+    """
+
+    return_sum: Any
+    length_sum: Any
+    count: Any
+
+    @classmethod
+    def zero(cls) -> "EpisodeSummary":
+        return cls(return_sum=0.0, length_sum=0.0, count=0)
+
+    def __add__(self, other: "EpisodeSummary") -> "EpisodeSummary":
+        """Host arithmetic: python floats and an int count."""
+        return EpisodeSummary(return_sum=float(self.return_sum) + float(other.return_sum),
+                              length_sum=float(self.length_sum) + float(other.length_sum),
+                              count=int(self.count) + int(other.count))
+
+    def means(self) -> tuple[float | None, float | None]:
+        """Mean return and mean length, ``(None, None)`` when no episode ended."""
+        if int(self.count) == 0:
+            return None, None
+        return float(self.return_sum) / int(self.count), float(self.length_sum) / int(self.count)
+
+    def as_list(self) -> list[float]:
+        """``[return_sum, length_sum, count]`` (JSON)."""
+        return [float(self.return_sum), float(self.length_sum), int(self.count)]
+
+    def as_array(self) -> np.ndarray:
+        """float32 ``[3]`` (return sum, length sum, count), for device transfer."""
+        return np.asarray(self.as_list(), np.float32)
 
 
 @struct.dataclass

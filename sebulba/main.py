@@ -14,9 +14,9 @@ _WORKDIR = flags.DEFINE_string("workdir", "runs/sebulba", "Run directory.")
 
 def _main(argv):
     del argv
-    from sebulba.train import prepare, train
+    from sebulba.train import MODE, train
 
-    return run_main(_CONFIG.value, _WORKDIR.value, prepare, train)
+    return run_main(_CONFIG.value, _WORKDIR.value, MODE, train)
 
 
 if __name__ == "__main__":

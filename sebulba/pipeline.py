@@ -1,4 +1,4 @@
-"""Sebulba plumbing: device and env layout, the params server, rollout queues, stop control.
+"""Sebulba plumbing: the params server, rollout queues, stop control.
 
 Staleness (which params version an actor uses for rollout ``r``; version ``v`` is the params
 after ``v`` updates, version ``start`` the initial or restored params):
@@ -18,16 +18,12 @@ Every blocking wait here polls a stop event with a short timeout and gives up af
 
 from __future__ import annotations
 
-import dataclasses
 import queue
 import threading
 import time
 from typing import Any
 
 import jax
-from jax.sharding import Mesh
-
-from rlcore import distributed
 
 POLL_S = 0.05
 
@@ -90,13 +86,18 @@ def get(q: queue.Queue, stop: StopControl, timeout_s: float):
                 raise TimeoutError(f"no rollout for {timeout_s} s (actors stalled?)") from None
 
 
+# pipeline name -> (rollout, start) -> the params version that rollout must use (None: the
+# newest published); the config's ``pipeline`` choices. See the module docstring.
+PIPELINES = {
+    "sync": lambda rollout, start: rollout,
+    "cleanba": lambda rollout, start: max(rollout - 1, start),
+    "async": lambda rollout, start: None,
+}
+
+
 def params_version(pipeline: str, rollout: int, start: int) -> int | None:
     """Params version rollout ``rollout`` must use; ``None`` means the newest (async)."""
-    if pipeline == "sync":
-        return rollout
-    if pipeline == "cleanba":
-        return max(rollout - 1, start)
-    return None
+    return PIPELINES[pipeline](rollout, start)
 
 
 class ParamsServer:
@@ -142,63 +143,3 @@ class ParamsServer:
                 if time.perf_counter() - start > timeout_s:
                     raise TimeoutError(f"no params version {version} for {timeout_s} s")
                 self._cond.wait(POLL_S)
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where every env and every learner shard lives.
-
-    Global env index of env ``k`` of thread ``j`` of actor device ``a`` of process ``p``:
-    ``((p * A + a) * J + j) * envs_per_thread + k``. Learner shard ``s`` (device ``s`` of
-    the learner mesh, ordered by process then local learner id) holds global envs
-    ``[s * envs_per_shard, (s + 1) * envs_per_shard)``; a process's shards cover its own envs.
-    """
-
-    num_envs: int
-    num_processes: int
-    process_index: int
-    actor_devices: tuple
-    num_threads: int
-    learner_mesh: Mesh
-
-    @property
-    def envs_per_thread(self) -> int:
-        return self.num_envs // (self.num_processes * len(self.actor_devices) * self.num_threads)
-
-    @property
-    def envs_per_shard(self) -> int:
-        return self.num_envs // self.learner_mesh.devices.size
-
-    def thread_offset(self, actor: int, thread: int) -> int:
-        """Global index of the first env of thread ``thread`` on local actor device ``actor``."""
-        a = len(self.actor_devices)
-        return ((self.process_index * a + actor) * self.num_threads + thread) * self.envs_per_thread
-
-    def local_shards(self) -> list[tuple[int, Any, int, int]]:
-        """``(shard index, device, first env, end env)`` of this process's learner shards."""
-        n = self.envs_per_shard
-        return [
-            (s, d, s * n, (s + 1) * n)
-            for s, d in enumerate(self.learner_mesh.devices.flat)
-            if d.process_index == jax.process_index()
-        ]
-
-
-def learner_devices(learner_ids, num_processes: int) -> list:
-    """Learner devices of every process, ordered by process then local id."""
-    return [jax.local_devices(process_index=p)[i] for p in range(num_processes)
-            for i in learner_ids]
-
-
-def make_layout(config) -> Layout:
-    local = jax.local_devices()
-    mesh = distributed.data_mesh(learner_devices(config.learner_device_ids,
-                                                 jax.process_count()))
-    return Layout(
-        num_envs=config.num_envs,
-        num_processes=jax.process_count(),
-        process_index=jax.process_index(),
-        actor_devices=tuple(local[i] for i in config.actor_device_ids),
-        num_threads=config.num_actor_threads,
-        learner_mesh=mesh,
-    )

@@ -18,31 +18,66 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs import registry
-from rlcore import config as rlconfig
-from rlcore import distributed
+from rlcore import distributed, entry
 from rlcore.checkpoint import SignalFlag
+from rlcore.config import (
+    DeviceCounts,
+    ModeChecks,
+    choice,
+    derive,
+    is_int,
+    number,
+    positive_int,
+    require,
+)
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
+from rlcore.optim import optimizer_for
 from rlcore.rundir import RunDir
 from rlcore.seeding import Roots, host_env_seed
 from rlcore.types import LearnerState
 from sebulba import learner as sl
 from sebulba import pipeline
 from sebulba.actor import Actor, ActorSpec, make_policy_fn
+from sebulba.layout import make_layout
 
 JOIN_TIMEOUT_S = 30.0
 TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
 
 
-def prepare(config) -> None:
-    """Joins the runtime, then checks every Sebulba field (before anything compiles).
+def check_fields(config, counts: DeviceCounts) -> int:
+    """Checks the Sebulba fields; returns the number of learner shards over all processes."""
+    n_local = counts.local_devices
+    for field in ("actor_device_ids", "learner_device_ids"):
+        ids = config[field]
+        require(isinstance(ids, tuple) and len(ids) > 0 and all(is_int(i) for i in ids),
+                field, f"must be a non-empty tuple of ints, got {ids!r}")
+        require(all(0 <= i < n_local for i in ids), field,
+                f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
+        require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
+    positive_int(config, "num_actor_threads")
+    choice(config, "pipeline", pipeline.PIPELINES)
+    require(is_int(config.env_threads) and config.env_threads >= 0, "env_threads",
+            "must be an integer >= 0")
+    number(config, "queue_timeout_s")
+    require(config.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
+    jitter = config.debug.actor_jitter_ms
+    require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
+            f"must be an integer >= 0, got {jitter!r}")
+    actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
+    require(is_int(config.num_envs) and config.num_envs % actors == 0, "num_envs",
+            f"{config.num_envs} envs do not split over {counts.processes} processes x "
+            f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
+    return counts.processes * len(config.learner_device_ids)
 
-    Raises:
-      ConfigError: ``"field: what is wrong"``.
-    """
-    rlconfig.validate_distributed(config)
-    distributed.initialize(config)
-    rlconfig.validate(config, "sebulba", distributed.device_counts())
+
+# What validation needs of Sebulba: its fields, EnvPool ids and their specs.
+MODE = ModeChecks(name="sebulba", check_fields=check_fields,
+                  check_env_id=registry.check_host_env_id, env_spec=registry.host_env_spec)
+
+
+# ``prepare(config)``: joins the runtime and checks every field before anything compiles.
+prepare = functools.partial(entry.prepare, mode=MODE)
 
 
 class SebulbaRun:
@@ -50,15 +85,14 @@ class SebulbaRun:
 
     def __init__(self, config):
         self.config = config
-        self.layout = pipeline.make_layout(config)
-        self.derived = rlconfig.derive(config, self.layout.learner_mesh.devices.size)
-        self.spec = registry.obs_spec(config.env_id)
+        self.layout = make_layout(config)
+        self.derived = derive(config, self.layout.learner_mesh.devices.size)
+        self.spec = registry.host_env_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
-        self.optimizer = rlconfig.optimizer(config, self.derived)
+        self.optimizer = optimizer_for(config, self.derived.optimizer_steps)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
-            config, self.network.apply, self.optimizer, rlconfig.loss_hparams(config),
-            rlconfig.unroll(config), self.layout, self.roots)
+            config, self.network.apply, self.optimizer, self.layout, self.roots)
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
 
     def init_state(self) -> LearnerState:
@@ -80,11 +114,15 @@ class SebulbaRun:
         for a, device in enumerate(layout.actor_devices):
             for j in range(cfg.num_actor_threads):
                 q = queue.Queue(maxsize=1)
-                spec = ActorSpec(actor=a, thread=j, device=device,
-                                 first_env=layout.thread_offset(a, j),
-                                 num_envs=layout.envs_per_thread)
-                actors.append(Actor(spec, env_factory, self.policy, server, q, layout, cfg,
-                                    start, end, stop))
+                spec = ActorSpec(
+                    name=f"actor-{a}-{j}", device=device, first_env=layout.thread_offset(a, j),
+                    num_envs=layout.envs_per_thread, slices=layout.thread_slices(a, j),
+                    num_steps=cfg.num_steps, pipeline=cfg.pipeline, start=start, end=end,
+                    timeout_s=cfg.queue_timeout_s, seed=cfg.seed,
+                    jitter_ms=cfg.debug.actor_jitter_ms,
+                    fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
+                    nan_at_update=cfg.debug.nan_at_update)
+                actors.append(Actor(spec, env_factory, self.policy, server, q, stop))
                 queues.append(q)
         for actor in actors:
             actor.thread.start()
@@ -134,7 +172,9 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                           file=sys.stderr)
                     t0 = None
                 rundir.record(u + 1, _scalars(out, items, wait_s, learn_s), out.episodes)
-                rundir.after_update(u + 1, u, state, flag)
+                # A collective in multi-process runs: every process, after every update.
+                exit_code = distributed.agree_on_exit_code(flag.exit_code)
+                rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
     except pipeline.PipelineStopped:
         stop.raise_if_failed()
         raise

@@ -7,7 +7,7 @@ import pytest
 from envs import registry
 from envs.catch import CatchEnv
 from envs.gymnax import GymnaxEnv
-from rlcore.config import ConfigError
+from rlcore.errors import ConfigError
 
 
 def test_unknown_id_lists_close_match():

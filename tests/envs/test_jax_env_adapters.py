@@ -143,7 +143,7 @@ def test_gymnax_minatar_obs_is_float32():
 
 
 def test_gymnax_unknown_param_is_config_error():
-    from rlcore.config import ConfigError
+    from rlcore.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_step"):
         GymnaxEnv("CartPole-v1", max_step=3)

@@ -21,7 +21,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from rlcore import learner, optim
-from rlcore.learner import LossHParams
+from rlcore.algorithms import PPO, Impala
 from rlcore.networks import MLPActorCritic
 from rlcore.types import LearnerState, Trajectory
 
@@ -51,26 +51,20 @@ def make_trajectory(net, params, seed):
     )
 
 
-def trajectory_specs():
-    """Env axis (axis 1 of ``[T, B, ...]``, axis 0 of ``bootstrap_obs``) over ``data``."""
-    names = [f for f in Trajectory.__dataclass_fields__ if f != "bootstrap_obs"]
-    return Trajectory(**{f: P(None, AXIS) for f in names}, bootstrap_obs=P(AXIS))
-
-
 def run(algorithm, mesh):
     net = MLPActorCritic(num_actions=A, hidden=(8,))
     params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
     if algorithm == "ppo":
         opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5, total_steps=100)
-        hp = LossHParams(clip_vloss=True, norm_adv=True)
+        hp = PPO(clip_vloss=True, norm_adv=True)
         kw = dict(num_epochs=2, num_minibatches=2)
     else:
         opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5, total_steps=100)
-        hp = LossHParams(vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
+        hp = Impala(vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
         kw = dict(num_epochs=1, num_minibatches=2)
 
-    runs = {"one": jax.jit(learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, **kw))}
-    sharded = learner.make_update_fn(algorithm, net.apply, opt, hparams=hp, axis_name=AXIS, **kw)
+    runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
+    sharded = learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, **kw)
     # The default check_vma=True only for PPO: both algorithms share the gradient step.
     variants = (("four", True), ("four_novma", False)) if algorithm == "ppo" else (
         ("four_novma", False),)
@@ -79,7 +73,7 @@ def run(algorithm, mesh):
             jax.shard_map(
                 sharded,
                 mesh=mesh,
-                in_specs=(P(), trajectory_specs(), P()),
+                in_specs=(P(), Trajectory.env_partition(AXIS), P()),
                 out_specs=(P(), P()),
                 check_vma=check_vma,
             )

@@ -12,7 +12,7 @@ import optax
 import pytest
 
 from rlcore import learner, losses, returns
-from rlcore.learner import LossHParams
+from rlcore.algorithms import PPO, Impala, make_algorithm
 from rlcore.networks import MLPActorCritic
 from rlcore.types import LearnerState, Trajectory
 
@@ -112,10 +112,11 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
     """1 epoch x 1 minibatch: the update is one optimizer step on the whole rollout, PPO's
     advantages and targets built from the params at the start of the update."""
     net, params, traj = _setup()
-    hp = LossHParams(gamma=0.9, gae_lambda=0.8, vtrace_lambda=0.9)
+    hp = (PPO(gamma=0.9, gae_lambda=0.8) if algorithm == "ppo"
+          else Impala(gamma=0.9, vtrace_lambda=0.9))
     opt = optax.sgd(0.1)
-    update = jax.jit(learner.make_update_fn(algorithm, net.apply, opt, num_epochs=1,
-                                            num_minibatches=1, hparams=hp))
+    update = jax.jit(learner.make_update_fn(hp, net.apply, opt, num_epochs=1,
+                                            num_minibatches=1))
     state = LearnerState(params=params, opt_state=opt.init(params), update=jnp.int32(5))
     new_state, metrics = update(state, traj, jax.random.key(1))
     assert int(new_state.update) == 6
@@ -144,8 +145,13 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
     jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, **TOL), metrics, want_metrics)
 
 
-def test_unknown_algorithm_raises():
-    net, _, _ = _setup()
-    with pytest.raises(ValueError, match="algorithm"):
-        learner.make_update_fn("a2c", net.apply, optax.sgd(0.1), num_epochs=1,
-                               num_minibatches=1)
+def test_algorithms_read_their_hyperparameters_from_the_config():
+    from configs import base
+
+    config = base.get_config()
+    config.algorithm, config.clip_eps, config.gae_lambda = "ppo", 0.3, 0.7
+    assert make_algorithm(config) == PPO(gamma=0.99, gae_lambda=0.7, clip_eps=0.3,
+                                         clip_vloss=False, norm_adv=True, vf_coef=0.5,
+                                         ent_coef=0.01)
+    config.algorithm, config.vtrace_lambda = "impala", 0.9
+    assert make_algorithm(config) == Impala(vtrace_lambda=0.9)

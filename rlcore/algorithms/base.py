@@ -1,0 +1,43 @@
+"""The interface every algorithm implements, and hyperparameters filled from a config."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Protocol
+
+from rlcore.losses import LossMetrics
+from rlcore.types import Trajectory
+
+
+class ConfigHParams:
+    """Mixin for a frozen dataclass whose fields are config fields of the same name."""
+
+    @classmethod
+    def from_config(cls, config):
+        """An instance with every field read from ``config``."""
+        return cls(**{f.name: config[f.name] for f in dataclasses.fields(cls)})
+
+
+class Algorithm(Protocol):
+    """What ``rlcore.learner.make_update_fn`` needs of an algorithm."""
+
+    @classmethod
+    def from_config(cls, config) -> "Algorithm":
+        """The algorithm with its hyperparameters read from ``config``."""
+
+    def prepare(self, params, apply_fn: Callable, trajectory: Trajectory) -> Any:
+        """Per-rollout data for the loss, computed once before the epochs.
+
+        Args:
+          params: network parameters at the start of the update.
+          apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+          trajectory: Trajectory ``[T, B_local, ...]``.
+
+        Returns:
+          A record of ``[T, B_local, ...]`` leaves with ``take_envs(idx [b])``.
+        """
+
+    def loss(self, params, apply_fn: Callable, batch: Any,
+             axis_name: str | None) -> tuple[Any, LossMetrics]:
+        """``(loss, LossMetrics)`` of a minibatch ``batch`` (a ``take_envs`` of ``prepare``'s
+        output); statistics across ``axis_name`` devices where the math needs them."""

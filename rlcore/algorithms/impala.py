@@ -1,0 +1,46 @@
+"""IMPALA: actor-critic with V-trace off-policy correction (Espeholt et al. 2018,
+arXiv 1802.01561). Needs nothing before the epochs: V-trace runs inside the loss on each
+minibatch of whole sequences."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rlcore import losses
+from rlcore.algorithms.base import ConfigHParams
+from rlcore.types import Trajectory
+
+
+@dataclasses.dataclass(frozen=True)
+class Impala(ConfigHParams):
+    """IMPALA hyperparameters (config fields of the same names).
+
+    Attributes:
+      gamma: discount factor.
+      vf_coef: baseline-loss coefficient.
+      ent_coef: entropy-bonus coefficient.
+      vtrace_lambda: V-trace lambda.
+      clip_rho: importance-weight clip in the targets.
+      clip_pg_rho: importance-weight clip in the policy gradient.
+    """
+
+    gamma: float = 0.99
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    vtrace_lambda: float = 1.0
+    clip_rho: float = 1.0
+    clip_pg_rho: float = 1.0
+
+    def prepare(self, params, apply_fn, trajectory: Trajectory) -> Trajectory:
+        """The Trajectory as it is (minibatches are ``Trajectory.take_envs``)."""
+        del params, apply_fn
+        return trajectory
+
+    def loss(self, params, apply_fn, batch: Trajectory, axis_name):
+        """``losses.impala_loss``; every term is per sequence, so ``axis_name`` is unused."""
+        del axis_name
+        return losses.impala_loss(
+            params, apply_fn, batch, discount=self.gamma, vf_coef=self.vf_coef,
+            ent_coef=self.ent_coef, lambda_=self.vtrace_lambda, clip_rho=self.clip_rho,
+            clip_pg_rho=self.clip_pg_rho,
+        )

@@ -1,0 +1,94 @@
+"""PPO with the clipped surrogate and GAE (Schulman et al. 2017, arXiv 1707.06347).
+
+Before the epochs the learner recomputes the rollout's values with its own params (one
+forward pass over ``obs`` and ``bootstrap_obs``), so GAE uses the learner's values whatever
+the policy lag; the ratio uses ``behaviour_logits``, the policy that acted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+
+from rlcore import losses, returns
+from rlcore.algorithms.base import ConfigHParams
+from rlcore.types import Trajectory
+
+VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
+
+
+def values_in_chunks(params, apply_fn, obs):
+    """Values of ``obs [N, ...]`` in static chunks of ``VALUE_CHUNK`` (``[N]``).
+
+    A whole Atari rollout (129 x 128 frames) in one pass of the IMPALA ResNet needs several
+    GB of activations; chunks bound that. The chunks are a Python loop, not a rolled
+    ``lax.map``: XLA on CPU runs conv nets in rolled loops far slower.
+    """
+    n = obs.shape[0]
+    parts = [apply_fn(params, obs[i:i + VALUE_CHUNK])[1] for i in range(0, n, VALUE_CHUNK)]
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPO(ConfigHParams):
+    """PPO hyperparameters (config fields of the same names).
+
+    Attributes:
+      gamma: discount factor.
+      gae_lambda: GAE lambda.
+      clip_eps: ratio (and value) clip.
+      clip_vloss: value clipping as in the PPO2 baselines.
+      norm_adv: per-minibatch advantage normalisation (across devices).
+      vf_coef: value-loss coefficient.
+      ent_coef: entropy coefficient.
+    """
+
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    clip_vloss: bool = False
+    norm_adv: bool = True
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+
+    def prepare(self, params, apply_fn, trajectory: Trajectory) -> losses.PPOBatch:
+        """Values under ``params``, GAE advantages and targets of a whole rollout.
+
+        Args:
+          params: the learner's params at the start of the update.
+          apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+          trajectory: Trajectory ``[T, B, ...]``.
+
+        Returns:
+          PPOBatch ``[T, B, ...]``.
+        """
+        traj = trajectory
+        t, b = traj.action.shape
+        obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
+        value_all = values_in_chunks(params, apply_fn,
+                                     obs_all.reshape((-1,) + obs_all.shape[2:]))
+        value_all = value_all.reshape((t + 1, b))
+        value_tm1 = value_all[:t]
+        inputs = returns.step_inputs(
+            traj.reward, traj.terminated, traj.truncated, value_tm1, value_all[t], self.gamma,
+            self.gae_lambda,
+        )
+        adv, targets = returns.gae(traj.reward, inputs.discount_t, value_tm1, inputs.value_t,
+                                   inputs.lambda_)
+        return losses.PPOBatch(
+            obs=traj.obs,
+            action=traj.action,
+            behaviour_logits=traj.behaviour_logits,
+            old_value=value_tm1,
+            advantages=adv,
+            targets=targets,
+        )
+
+    def loss(self, params, apply_fn, batch: losses.PPOBatch, axis_name):
+        """``losses.ppo_loss``; advantage statistics across ``axis_name`` devices."""
+        return losses.ppo_loss(
+            params, apply_fn, batch, clip_eps=self.clip_eps, vf_coef=self.vf_coef,
+            ent_coef=self.ent_coef, clip_vloss=self.clip_vloss, norm_adv=self.norm_adv,
+            axis_name=axis_name,
+        )

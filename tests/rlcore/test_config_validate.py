@@ -1,0 +1,268 @@
+"""Config validation, table-driven: one bad field per row, refused with a message that
+starts with the field name; the shipped configs pass; derived sizes; the choice lists come
+from the registries; rlcore imports nothing of envs/, anakin/ or sebulba/.
+
+No compiling and no subprocesses: validation only builds env specs.
+"""
+
+import ast
+import importlib
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from anakin import train as anakin_train
+from configs import cartpole_ppo, cartpole_ppo_sebulba
+from rlcore import algorithms, networks, optim
+from rlcore.config import MAX_SEED, DeviceCounts, derive, validate, validate_distributed
+from rlcore.errors import ConfigError
+from sebulba import train as sebulba_train
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNTS = DeviceCounts(devices=4, local_devices=4, processes=1)
+MODES = {"anakin": anakin_train.MODE, "sebulba": sebulba_train.MODE}
+GOOD = {"anakin": cartpole_ppo.get_config, "sebulba": cartpole_ppo_sebulba.get_config,
+        "distributed": cartpole_ppo.get_config}
+
+
+def _set(config, path: str, value) -> None:
+    """Sets ``a.b.c`` to ``value``, whatever the field's declared type."""
+    *parents, leaf = path.split(".")
+    for key in parents:
+        config = config[key]
+    with config.ignore_type():
+        config[leaf] = value
+
+
+def _check(mode: str, config) -> None:
+    if mode == "distributed":
+        validate_distributed(config)
+    else:
+        validate(config, MODES[mode], COUNTS)
+
+
+def _row(mode, path, value, fragment, *, also=None, field=None, marks=()):
+    """One bad config: ``also`` sets other fields first (still valid on their own);
+    ``field`` is the field the message names (default ``path``)."""
+    return pytest.param(mode, path, value, fragment, also or {}, field or path, marks=marks,
+                        id=f"{mode}-{path}={value!r}")
+
+
+BAD = [
+    # Shared fields (checked by rlcore.config for both modes).
+    _row("anakin", "seed", MAX_SEED, "must be an integer in [0, "),
+    _row("anakin", "seed", -1, "got -1"),
+    _row("anakin", "seed", True, "must be an integer"),
+    _row("sebulba", "seed", 2**31, "must be an integer in [0, "),
+    _row("anakin", "algorithm", "a2c", "must be one of ppo, impala, got 'a2c'"),
+    _row("anakin", "network", "transformer", "must be one of mlp, nature_cnn, impala_resnet"),
+    _row("anakin", "optimizer", "sgd", "must be one of adam, rmsprop, got 'sgd'"),
+    _row("anakin", "total_env_steps", 0, "must be a positive integer, got 0"),
+    _row("anakin", "num_envs", -1, "must be a positive integer, got -1"),
+    _row("anakin", "num_envs", 4.0, "must be a positive integer, got 4.0"),
+    _row("anakin", "num_steps", 0, "must be a positive integer, got 0"),
+    _row("anakin", "num_epochs", 0, "must be a positive integer, got 0"),
+    _row("anakin", "num_minibatches", 0, "must be a positive integer, got 0"),
+    _row("anakin", "num_minibatches", 3, "4 envs per learner device do not split into 3"),
+    _row("sebulba", "num_minibatches", 5, "24 envs per learner device do not split into 5"),
+    _row("anakin", "num_envs", 6, "6 envs do not split over 4 learner devices",
+         also={"num_devices": 0, "num_minibatches": 1}),
+    _row("anakin", "log_every", 0, "must be a positive integer, got 0"),
+    _row("anakin", "checkpoint_every", -1, "must be an integer >= 0, got -1"),
+    _row("anakin", "learning_rate", 0.0, "must be > 0"),
+    _row("anakin", "learning_rate", math.inf, "must be finite"),
+    _row("anakin", "learning_rate", math.nan, "must be finite, got nan"),
+    _row("anakin", "learning_rate", -1e-3, "must be >= 0.0"),
+    _row("anakin", "learning_rate", "1e-3", "must be a number, got '1e-3'"),
+    _row("anakin", "gamma", 1.5, "must be <= 1.0, got 1.5"),
+    _row("anakin", "gamma", math.nan, "must be finite, got nan"),
+    _row("anakin", "gae_lambda", -0.1, "must be >= 0.0, got -0.1"),
+    _row("anakin", "vtrace_lambda", 2, "must be <= 1.0, got 2"),
+    _row("anakin", "clip_eps", -1, "must be >= 0.0, got -1"),
+    _row("anakin", "ent_coef", -0.01, "must be >= 0.0"),
+    _row("anakin", "adam_eps", -1e-8, "must be >= 0.0"),
+    _row("anakin", "rmsprop_decay", 1.01, "must be <= 1.0"),
+    _row("anakin", "update_unroll", -1, "must be an integer >= 0"),
+    _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
+    _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
+    _row("anakin", "network", "nature_cnn", "nature_cnn needs uint8 [C, H, W] frames; "
+         "CartPole-v1 gives float32 [4]"),
+    _row("sebulba", "network", "impala_resnet", "impala_resnet needs uint8 [C, H, W] frames"),
+    _row("anakin", "env_id", "CartPole-v2", "unknown env 'CartPole-v2'; close matches: "
+         "CartPole-v1"),
+    _row("sebulba", "env_id", "Breakout-v4", "close matches: Breakout-v5"),
+    _row("anakin", "env_id", "Breakout-v5", "is not a jittable (Anakin) env"),
+    _row("sebulba", "env_id", "Breakout-MinAtar", "is not a host (EnvPool, Sebulba) env"),
+    _row("anakin", "env_id", "Pendulum-v1", "continuous actions"),
+    _row("anakin", "debug.nan_at_update", 1.5, "must be an integer"),
+    # Anakin's own fields.
+    _row("anakin", "num_devices", 5, "must be 0 (all) or 1..4, got 5"),
+    _row("anakin", "num_devices", -1, "got -1"),
+    _row("anakin", "updates_per_call", 0, "must be a positive integer, got 0"),
+    # Sebulba's own fields.
+    _row("sebulba", "actor_device_ids", (), "must be a non-empty tuple of ints, got ()"),
+    _row("sebulba", "actor_device_ids", (4,), "(4,) out of range: this process has 4 devices"),
+    _row("sebulba", "actor_device_ids", (-1,), "out of range"),
+    _row("sebulba", "actor_device_ids", (1, 1), "repeats a device: (1, 1)"),
+    _row("sebulba", "learner_device_ids", (1, 9), "(1, 9) out of range"),
+    _row("sebulba", "learner_device_ids", (), "must be a non-empty tuple"),
+    _row("sebulba", "num_actor_threads", 0, "must be a positive integer, got 0"),
+    _row("sebulba", "pipeline", "eager", "must be one of sync, cleanba, async, got 'eager'"),
+    _row("sebulba", "queue_timeout_s", 0, "must be > 0"),
+    _row("sebulba", "queue_timeout_s", "soon", "must be a number"),
+    _row("sebulba", "env_threads", -1, "must be an integer >= 0"),
+    _row("sebulba", "debug.actor_jitter_ms", -1, "must be an integer >= 0, got -1"),
+    _row("sebulba", "num_envs", 25, "25 envs do not split over 1 processes x 1 actor devices "
+         "x 2 threads"),
+    _row("sebulba", "num_actor_threads", 5, "24 envs do not split over 1 processes x 1 actor "
+         "devices x 5 threads", field="num_envs"),
+    # Multi-process fields (before the runtime joins).
+    _row("distributed", "num_processes", 0, "must be a positive integer, got 0"),
+    _row("distributed", "process_id", 1, "must be in [0, 1), got 1"),
+    _row("distributed", "process_id", -1, "must be in [0, 2), got -1",
+         also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
+    _row("distributed", "coordinator_address", "", "must be host:port when num_processes > 1",
+         also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
+    _row("distributed", "coordinator_address", "localhost", "must be host:port",
+         also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
+    _row("distributed", "num_processes", 2, "must be host:port when num_processes > 1",
+         field="coordinator_address"),
+]
+
+
+def test_table_is_big_enough():
+    assert len(BAD) >= 25
+    assert {p.values[0] for p in BAD} == {"anakin", "sebulba", "distributed"}
+
+
+@pytest.mark.parametrize("mode, path, value, fragment, also, field", BAD)
+def test_bad_field_is_refused_naming_the_field(mode, path, value, fragment, also, field):
+    config = GOOD[mode]()
+    for other, other_value in also.items():
+        _set(config, other, other_value)
+    _check(mode, config)  # the row's other fields alone are fine
+    _set(config, path, value)
+    with pytest.raises(ConfigError, match=rf"^{re.escape(field)}: ") as info:
+        _check(mode, config)
+    assert fragment in str(info.value)
+
+
+def test_nan_learning_rate_message_names_nan():
+    """NaN fails every comparison: ``number`` refuses it as not finite, naming it."""
+    config = cartpole_ppo.get_config()
+    config.learning_rate = math.nan
+    with pytest.raises(ConfigError, match=r"^learning_rate: .*\bnan\b"):
+        validate(config, anakin_train.MODE, COUNTS)
+
+
+@pytest.mark.parametrize("mode, name", [
+    ("anakin", "cartpole_ppo"),
+    ("anakin", "cartpole_impala"),
+    ("anakin", "minatar_breakout_ppo"),
+    ("sebulba", "cartpole_ppo_sebulba"),
+    ("sebulba", "cartpole_impala_sebulba"),
+    ("sebulba", "atari_ppo"),
+    ("sebulba", "atari_impala"),
+])
+def test_shipped_configs_validate(mode, name):
+    config = importlib.import_module(f"configs.{name}").get_config()
+    validate_distributed(config)
+    validate(config, MODES[mode], COUNTS)
+
+
+def test_every_runnable_config_is_listed():
+    """A new config file must be added to ``test_shipped_configs_validate``."""
+    listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
+              "cartpole_ppo_sebulba", "cartpole_impala_sebulba", "atari_ppo", "atari_impala"}
+    found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
+    assert found == listed
+
+
+@pytest.mark.parametrize("name, num_shards, expected", [
+    # 4 envs x 128 steps = 512; 500_000 // 512 = 976 (499_712 steps); 976 x 4 x 4.
+    ("cartpole_ppo", 1, dict(num_updates=976, steps_per_update=512, envs_per_shard=4,
+                             optimizer_steps=15_616)),
+    # 24 x 32 = 768; 250_000 // 768 = 325 (249_600); 24 / 3 = 8; 325 x 4 x 4.
+    ("cartpole_ppo_sebulba", 3, dict(num_updates=325, steps_per_update=768, envs_per_shard=8,
+                                     optimizer_steps=5_200)),
+    # 16 x 32 = 512; 976; 1 epoch x 4 minibatches.
+    ("cartpole_impala", 1, dict(num_updates=976, steps_per_update=512, envs_per_shard=16,
+                                optimizer_steps=3_904)),
+    # 128 x 20 = 2560; 50_000_000 // 2560 = 19_531 (49_999_360); 128 / 2 = 64; x 1 x 4.
+    ("atari_impala", 2, dict(num_updates=19_531, steps_per_update=2_560, envs_per_shard=64,
+                             optimizer_steps=78_124)),
+])
+def test_derive_sizes(name, num_shards, expected):
+    config = importlib.import_module(f"configs.{name}").get_config()
+    before = config.to_json()
+    derived = derive(config, num_shards)
+    assert {k: getattr(derived, k) for k in expected} == expected
+    assert config.to_json() == before  # nothing written back
+
+
+def test_derive_default_is_one_shard():
+    config = cartpole_ppo.get_config()
+    assert derive(config) == derive(config, 1)
+
+
+@pytest.mark.parametrize("registry, field, new_name", [
+    (optim.OPTIMIZERS, "optimizer", "lion"),
+    (networks.NETWORKS, "network", "tiny_mlp"),
+    (algorithms.REGISTRY, "algorithm", "a2c"),
+])
+def test_choices_come_from_the_registries(monkeypatch, registry, field, new_name):
+    config = cartpole_ppo.get_config()
+    config[field] = new_name
+    with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*, got '{new_name}'"):
+        validate(config, anakin_train.MODE, COUNTS)
+
+    monkeypatch.setitem(registry, new_name, object())
+    validate(config, anakin_train.MODE, COUNTS)  # now a choice
+
+    config[field] = "nonesuch"
+    with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*\b{new_name}\b"):
+        validate(config, anakin_train.MODE, COUNTS)
+
+
+FORBIDDEN = ("envs", "anakin", "sebulba")
+
+
+def _imported_modules(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                yield node.lineno, str(node.args[0].value)
+
+
+def test_rlcore_imports_nothing_of_envs_anakin_sebulba():
+    files = sorted((ROOT / "rlcore").rglob("*.py"))
+    assert len(files) > 10
+    bad = [f"{path.relative_to(ROOT)}:{line}: {module}"
+           for path in files
+           for line, module in _imported_modules(ast.parse(path.read_text()))
+           if module.split(".")[0] in FORBIDDEN]
+    assert not bad, "rlcore must not import envs/anakin/sebulba:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("mode, path, value", [
+    ("anakin", "num_devices", True),
+    ("sebulba", "env_threads", True),
+    ("sebulba", "debug.actor_jitter_ms", True),
+    ("sebulba", "learner_device_ids", (True,)),
+    ("anakin", "clip_eps", math.inf),
+    ("anakin", "max_grad_norm", math.inf),
+    ("sebulba", "queue_timeout_s", math.inf),
+])
+def test_bools_and_infinities_are_refused(mode, path, value):
+    config = GOOD[mode]()
+    _set(config, path, value)
+    field = path
+    with pytest.raises(ConfigError, match=rf"^{re.escape(field)}: "):
+        _check(mode, config)

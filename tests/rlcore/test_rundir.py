@@ -1,0 +1,257 @@
+"""RunDir on a real run directory: log cadence and window means, checkpoint cadence,
+checkpoint-then-exit on a signal, non-finite losses, resume (state, truncated metrics,
+restored log window, config checks) and the files a run leaves behind.
+
+Checkpoints are real orbax checkpoints of a tiny state.
+"""
+
+import json
+import math
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import base
+from rlcore.errors import ConfigError
+from rlcore.metrics import is_clock_key
+from rlcore.rundir import RunDir
+from rlcore.types import EpisodeSummary
+
+STEPS_PER_UPDATE = 512  # base config: 4 envs x 128 steps
+NO_EPISODES = EpisodeSummary(0.0, 0.0, 0)
+
+
+def _config(log_every: int, checkpoint_every: int = 0, **fields):
+    config = base.get_config()
+    config.log_every = log_every
+    config.checkpoint_every = checkpoint_every
+    for key, value in fields.items():
+        config[key] = value
+    return config
+
+
+def _state(update: int):
+    return {"w": jnp.arange(3.0) + update, "update": jnp.asarray(update, jnp.int32)}
+
+
+def _scalars(update: int) -> dict:
+    """Distinct per-update values: loss/total = u, loss/x = u * u."""
+    return {"loss/total": float(update), "loss/x": float(update * update)}
+
+
+def _episodes(update: int) -> EpisodeSummary:
+    """Episodes that ended in ``update``: none in updates divisible by 4, else
+    ``update % 3 + 1`` of them with return ``10 u`` and length ``u`` each."""
+    if update % 4 == 0:
+        return NO_EPISODES
+    n = update % 3 + 1
+    return EpisodeSummary(10.0 * update * n, float(update * n), n)
+
+
+def _lines(workdir) -> list[dict]:
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _steady(row: dict) -> dict:
+    """A metrics row without its clock keys."""
+    return {k: v for k, v in row.items() if not is_clock_key(k)}
+
+
+# ----------------------------------------------------------------------------- cadence
+
+
+def test_log_lines_are_window_means_every_log_every_and_at_the_end(tmp_path):
+    config = _config(log_every=3)
+    episodes = {1: EpisodeSummary(30.0, 12.0, 2), 2: NO_EPISODES, 3: EpisodeSummary(18.0, 9.0, 1),
+                4: NO_EPISODES, 5: NO_EPISODES, 6: NO_EPISODES,
+                7: EpisodeSummary(50.0, 20.0, 4)}
+    rundir = RunDir(config, str(tmp_path), total_updates=7, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        for u in range(1, 8):
+            rundir.record(u, _scalars(u), episodes[u])
+        history = rundir.history
+    finally:
+        rundir.close()
+
+    assert [row["update"] for row in history] == [3, 6, 7]
+    assert [row["env_steps"] for row in history] == [3 * 512, 6 * 512, 7 * 512]
+    # loss/total: mean(1, 2, 3) = 2, mean(4, 5, 6) = 5, mean(7) = 7.
+    assert [row["loss/total"] for row in history] == pytest.approx([2.0, 5.0, 7.0])
+    # loss/x: mean(1, 4, 9) = 14/3, mean(16, 25, 36) = 77/3, 49.
+    assert [row["loss/x"] for row in history] == pytest.approx([14 / 3, 77 / 3, 49.0])
+    # Window 1..3: 3 episodes, returns 48, lengths 21; 4..6: none; 7: 4 episodes, 50, 20.
+    assert history[0]["episode_return"] == pytest.approx(16.0)
+    assert history[0]["episode_length"] == pytest.approx(7.0)
+    assert history[1]["episode_return"] is None and history[1]["episode_length"] is None
+    assert history[2]["episode_return"] == pytest.approx(12.5)
+    assert history[2]["episode_length"] == pytest.approx(5.0)
+    assert _lines(tmp_path) == history
+
+
+# ------------------------------------------------------------------------ checkpoints
+
+
+@pytest.mark.parametrize("every, update, previous, due", [
+    (4, 5, 3, True),     # a multi-update call passes 4
+    (4, 4, 3, True),     # reaches 4
+    (4, 3, 0, False),
+    (4, 7, 5, False),    # 6, 7: no multiple of 4
+    (4, 9, 4, True),     # passes 8
+    (4, 10, 9, True),    # the end (10 is no multiple of 4)
+    (4, 10, 8, True),
+    (0, 4, 3, False),    # 0: only at the end
+    (0, 8, 0, False),
+    (0, 9, 8, False),
+    (0, 10, 9, True),
+    (0, 10, 0, True),
+])
+def test_checkpoint_due(tmp_path, every, update, previous, due):
+    rundir = RunDir(_config(log_every=1, checkpoint_every=every), str(tmp_path),
+                    total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        assert rundir.checkpoint_due(update, previous) is due
+    finally:
+        rundir.close()
+
+
+def test_checkpoint_or_exit_saves_when_due_and_before_exiting(tmp_path):
+    rundir = RunDir(_config(log_every=2, checkpoint_every=4), str(tmp_path),
+                    total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        for u in range(1, 4):
+            rundir.record(u, _scalars(u), _episodes(u))
+        rundir.checkpoint_or_exit(3, 0, _state(3), None)
+        assert rundir.ckpt.latest_step() is None  # 1..3 reach no multiple of 4
+
+        rundir.record(4, _scalars(4), _episodes(4))
+        rundir.record(5, _scalars(5), _episodes(5))
+        rundir.checkpoint_or_exit(5, 3, _state(5), None)
+        assert rundir.ckpt.latest_step() == 5  # 4 passed inside the call
+
+        rundir.record(6, _scalars(6), _episodes(6))
+        rundir.checkpoint_or_exit(6, 5, _state(6), None)
+        assert rundir.ckpt.latest_step() == 5  # not due, no signal
+
+        rundir.record(7, _scalars(7), _episodes(7))
+        with pytest.raises(SystemExit) as info:
+            rundir.checkpoint_or_exit(7, 6, _state(7), 143)
+        assert info.value.code == 143
+        assert rundir.ckpt.latest_step() == 7  # saved first, though not due
+        restored = rundir.ckpt.restore(_state(0), 7)
+    finally:
+        rundir.close()
+    np.testing.assert_array_equal(restored["w"], np.arange(3.0) + 7)
+    assert int(restored["update"]) == 7
+    # The open window (update 7; the line at 6 closed 5..6) is kept beside the checkpoint.
+    with open(tmp_path / "log_state" / "7.json") as f:
+        saved = json.load(f)
+    assert saved["window"] == [_scalars(7)]
+    assert saved["episodes"] == _episodes(7).as_list()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_loss_names_the_update(tmp_path, bad):
+    rundir = RunDir(_config(log_every=10), str(tmp_path), total_updates=10,
+                    steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        rundir.record(1, _scalars(1), NO_EPISODES)
+        with pytest.raises(FloatingPointError, match=r"\bupdate 2\b"):
+            rundir.record(2, {"loss/total": bad, "loss/x": 1.0}, NO_EPISODES)
+    finally:
+        rundir.close()
+
+
+# ----------------------------------------------------------------------------- resume
+
+
+def _run(config, workdir, start_state, updates, checkpoint_until):
+    """Records ``updates``; checkpoints (when due) after each update up to
+    ``checkpoint_until``, as if the process died before the next checkpoint. Returns
+    (restored state, history)."""
+    rundir = RunDir(config, str(workdir), total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        restored = rundir.restore_or(start_state)
+        for u in updates:
+            rundir.record(u, _scalars(u), _episodes(u))
+            if u <= checkpoint_until:
+                rundir.checkpoint_or_exit(u, u - 1, _state(u), None)
+        return restored, rundir.history
+    finally:
+        rundir.close()
+
+
+def test_resume_restores_state_truncates_metrics_and_continues_identically(tmp_path):
+    config = _config(log_every=4, checkpoint_every=6)
+    # Run A: updates 1..10, lines at 4, 8, 10; checkpoint at 6; dies before the final one.
+    _, history_a = _run(config, tmp_path, _state(0), range(1, 11), checkpoint_until=9)
+    lines_a = _lines(tmp_path)
+    assert [row["update"] for row in lines_a] == [4, 8, 10]
+    assert lines_a == history_a
+    # The window 5..8 holds episodes of 5 and 6 (before the checkpoint) and 7.
+    assert lines_a[1]["episode_return"] == pytest.approx((150 + 60 + 140) / (3 + 1 + 2))
+
+    rundir = RunDir(config, str(tmp_path), total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        restored = rundir.restore_or(_state(0))
+        assert [row["update"] for row in _lines(tmp_path)] == [4]  # truncated past 6
+        for u in range(7, 11):
+            rundir.record(u, _scalars(u), _episodes(u))
+            rundir.checkpoint_or_exit(u, u - 1, _state(u), None)
+        history_b = rundir.history
+    finally:
+        rundir.close()
+
+    assert int(restored["update"]) == 6
+    np.testing.assert_array_equal(restored["w"], np.arange(3.0) + 6)
+    assert [row["update"] for row in history_b] == [8, 10]
+    lines = _lines(tmp_path)
+    assert [row["update"] for row in lines] == [4, 8, 10]
+    assert [_steady(row) for row in lines] == [_steady(row) for row in lines_a]
+    assert [_steady(row) for row in history_b] == [_steady(row) for row in lines_a[1:]]
+
+
+def test_resume_refuses_a_changed_field_that_matters(tmp_path):
+    _run(_config(log_every=2, checkpoint_every=1), tmp_path, _state(0), range(1, 3),
+         checkpoint_until=2)
+    changed = _config(log_every=2, num_steps=64)
+    rundir = RunDir(changed, str(tmp_path), 10, STEPS_PER_UPDATE)
+    try:
+        with pytest.raises(ConfigError, match=r"^num_steps: .*128.*64"):
+            rundir.restore_or(_state(0))
+    finally:
+        rundir.close()
+
+
+def test_resume_allows_a_changed_log_every(tmp_path):
+    _run(_config(log_every=2, checkpoint_every=3), tmp_path, _state(0), range(1, 5),
+         checkpoint_until=4)
+    restored, history = _run(_config(log_every=5, checkpoint_every=3), tmp_path, _state(0),
+                             range(4, 11), checkpoint_until=10)
+    assert int(restored["update"]) == 3
+    assert [row["update"] for row in history] == [5, 10]
+
+
+# ----------------------------------------------------------------------------- close
+
+
+def test_close_leaves_metrics_and_config(tmp_path):
+    config = _config(log_every=2)
+    rundir = RunDir(config, str(tmp_path), total_updates=4, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        for u in range(1, 5):
+            rundir.record(u, _scalars(u), _episodes(u))
+            rundir.checkpoint_or_exit(u, u - 1, _state(u), None)
+        history = rundir.history
+    finally:
+        rundir.close()
+    assert _lines(tmp_path) == history and len(history) == 2
+    with open(tmp_path / "config.json") as f:
+        assert json.load(f) == json.loads(config.to_json_best_effort())
+    assert (tmp_path / "checkpoints" / "4").is_dir()
