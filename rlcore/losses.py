@@ -40,6 +40,13 @@ class PPOBatch:
         return take_envs(self, idx)
 
 
+# On-policy data (Anakin, the first minibatch of an update) has importance weights of exactly
+# 1 up to float roundoff, which differs with batch shapes (device count); with clip_rho = 1 a
+# plain ``rho > clip_rho`` count would then be a coin flip per sample. Weights within this
+# relative margin of the clip are not counted as clipped.
+CLIP_TOL = 1e-4
+
+
 @struct.dataclass
 class LossMetrics:
     """Scalars a loss reports (means over the minibatch).
@@ -51,7 +58,7 @@ class LossMetrics:
       entropy: mean policy entropy.
       approx_kl: ``mean((ratio - 1) - log ratio)`` between behaviour and current policy.
       clip_frac: PPO: fraction of ratios outside ``1 +- clip_eps``; IMPALA: fraction of
-        importance weights clipped at ``clip_rho``.
+        importance weights clipped at ``clip_rho`` by more than ``CLIP_TOL`` (relative).
     """
 
     total: jax.Array
@@ -231,5 +238,5 @@ def impala_loss(
     return LossMetrics.combine(
         policy, value_loss, jnp.mean(entropy), vf_coef=vf_coef, ent_coef=ent_coef,
         approx_kl=jnp.mean(jnp.expm1(log_rhos) - log_rhos),
-        clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho)).astype(jnp.float32)),
+        clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho) + CLIP_TOL).astype(jnp.float32)),
     )

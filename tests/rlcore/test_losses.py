@@ -202,7 +202,7 @@ def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rh
         value=value_loss,
         entropy=ent,
         approx_kl=np.mean((ratio - 1.0) - log_rhos),
-        clip_frac=np.mean(log_rhos > np.log(clip_rho)),
+        clip_frac=np.mean(log_rhos > np.log(clip_rho) + losses.CLIP_TOL),
     )
 
 
@@ -316,3 +316,25 @@ def test_impala_loss_gradients():
             jax.grad(loss)(params), jax.grad(frozen)(params),
         )
         check_grads(frozen, (params,), order=1, modes=["rev"], eps=1e-5, atol=1e-6, rtol=1e-6)
+
+
+def test_impala_clip_frac_ignores_on_policy_roundoff():
+    """rho = 1 up to float roundoff (on-policy data) is not clipped; rho = 1.01 is."""
+    t, b, a = 3, 2, 4
+    logits = jnp.asarray(np.random.default_rng(0).normal(size=(t, b, a)), jnp.float32)
+    traj = Trajectory(
+        obs=jnp.zeros((t, b, 1)), action=jnp.zeros((t, b), jnp.int32),
+        reward=jnp.zeros((t, b)), terminated=jnp.zeros((t, b), bool),
+        truncated=jnp.zeros((t, b), bool), behaviour_logits=logits, behaviour_value=None,
+        bootstrap_obs=jnp.zeros((b, 1)))
+
+    def clip_frac(shift):
+        # [T + 1, b] observations: the rollout's and the bootstrap's (same logits as the last).
+        rows = jnp.concatenate([logits, logits[-1:]]).reshape((t + 1) * b, a)
+        apply = lambda p, obs: (rows.at[:, 0].add(shift), jnp.zeros((t + 1) * b))
+        _, m = losses.impala_loss({}, apply, traj, discount=0.9, vf_coef=0.5, ent_coef=0.0)
+        return float(m.clip_frac)
+
+    assert clip_frac(1e-6) == 0.0
+    assert clip_frac(-1e-6) == 0.0
+    assert clip_frac(0.05) == 1.0
