@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
-from rlcore.seeding import per_env_keys, sample_actions
+from rlcore.seeding import action_noise, actions_from_noise, per_env_keys, rollout_keys
 from rlcore.types import EpisodeSummary, Trajectory
 
 
@@ -50,16 +50,23 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
       indices and the int ``update``; returns the new EnvCarry, a Trajectory ``[T, B]`` and an
       EpisodeSummary of this device's envs.
     """
-    step_envs = jax.vmap(env.step)
+    step_envs = jax.vmap(env.step_drawn)
+    draw = jax.vmap(jax.vmap(env.draw_reset))  # over [T, B] keys
 
     def rollout(params, carry: EnvCarry, roots, env_ids, update):
         action_root, env_root = roots
+        # All randomness of the rollout up front, in batched draws outside the loop (the
+        # same keys and draws as taking them step by step; see rlcore.seeding): [T, B, A]
+        # action noise, [T, B] env step keys and the episodes that start where one ends.
+        noise = action_noise(rollout_keys(action_root, env_ids, update, num_steps),
+                             env.spec.num_actions)
+        step_keys, resets = draw(rollout_keys(env_root, env_ids, update, num_steps))
 
-        def one_step(carry: EnvCarry, t):
+        def one_step(carry: EnvCarry, xs):
+            action_noise_t, step_key, reset = xs
             logits, value = apply_fn(params, carry.obs)
-            keys = per_env_keys(action_root, env_ids, update, t)
-            action = sample_actions(keys, logits)
-            state, ts = step_envs(carry.state, action, per_env_keys(env_root, env_ids, update, t))
+            action = actions_from_noise(action_noise_t, logits)
+            state, ts = step_envs(carry.state, action, step_key, reset)
             reward = ts.reward
             if nan_at_update >= 0:
                 reward = jnp.where(update == nan_at_update, jnp.nan, reward)
@@ -78,7 +85,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
             )
             return EnvCarry(state=state, obs=ts.obs), record
 
-        carry, (traj, summaries) = jax.lax.scan(one_step, carry, jnp.arange(num_steps))
+        carry, (traj, summaries) = jax.lax.scan(one_step, carry, (noise, step_keys, resets))
         traj = traj.replace(bootstrap_obs=carry.obs)
         summary = jax.tree.map(jnp.sum, summaries)
         return carry, traj, summary

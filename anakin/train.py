@@ -22,7 +22,15 @@ from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore import distributed, entry
 from rlcore.checkpoint import SignalFlag
-from rlcore.config import DeviceCounts, ModeChecks, derive, is_int, positive_int, require
+from rlcore.config import (
+    MAX_SEED,
+    DeviceCounts,
+    ModeChecks,
+    derive,
+    is_int,
+    positive_int,
+    require,
+)
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import make_network
@@ -36,7 +44,11 @@ AXIS = distributed.DATA_AXIS
 
 @struct.dataclass
 class AnakinState:
-    """Whole train state; ``envs`` leaves are sharded ``[B, ...]`` over the mesh."""
+    """Whole train state; ``envs`` leaves are sharded ``[B, ...]`` over the mesh.
+
+    With ``num_seeds`` A > 1 every leaf has a leading agent axis: learner ``[A, ...]``
+    (replicated), envs ``[A, B, ...]`` (sharded on B).
+    """
 
     learner: LearnerState
     envs: EnvCarry
@@ -51,7 +63,13 @@ class UpdateOutput:
 
 
 class AnakinRun:
-    """The compiled pieces of one Anakin run: init, the K-update call, and the mesh."""
+    """The compiled pieces of one Anakin run: init, the K-update call, and the mesh.
+
+    ``num_seeds`` agents train in the same compiled call: the whole per-agent computation
+    (rollout, update, init) is ``jax.vmap``ped over an agent axis, agent ``s`` with the
+    roots of seed ``seed + s``, so it is the single-agent run of that seed (up to XLA's
+    batched kernels). One agent runs without the vmap.
+    """
 
     def __init__(self, config, mesh=None):
         self.config = config
@@ -61,12 +79,26 @@ class AnakinRun:
         self.env = registry.make_jax_env(config.env_id)
         self.network = make_network(config.network, self.env.spec)
         self.optimizer = optimizer_for(config, self.derived.optimizer_steps)
-        self.roots = Roots.from_seed(config.seed)
+        self.num_agents = config.num_seeds
+        seeds = config.seed + jnp.arange(self.num_agents)
+        self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
+                      else jax.vmap(Roots.from_seed)(seeds))
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update)
         self.update = make_update_fn_for(config, self.network.apply, self.optimizer, AXIS)
-        self.state_spec = AnakinState(learner=P(), envs=P(AXIS))
+        env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
+        self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None
+
+    def per_agent(self, fn):
+        """``fn`` over the agent axis (``jax.vmap``), or ``fn`` itself for one agent."""
+        return fn if self.num_agents == 1 else jax.vmap(fn)
+
+    def agent_tags(self) -> list[dict] | None:
+        """What tells the agents' metrics lines apart (None for one agent)."""
+        if self.num_agents == 1:
+            return None
+        return [{"seed": self.config.seed + s} for s in range(self.num_agents)]
 
     def _env_ids(self):
         """Global indices of this device's envs ``[B_local]`` (inside shard_map)."""
@@ -76,30 +108,32 @@ class AnakinRun:
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""
         init_learner = jax.jit(
-            functools.partial(init_learner_state, self.network, self.optimizer, self.roots.init,
-                              self.env.spec),
+            self.per_agent(functools.partial(init_learner_state, self.network, self.optimizer,
+                                             spec=self.env.spec)),
             out_shardings=distributed.replicated(self.mesh))
-
         init_envs = jax.jit(jax.shard_map(
-            lambda: reset_envs(self.env, self.roots.env, self._env_ids()),
-            mesh=self.mesh, in_specs=(), out_specs=P(AXIS),
+            lambda roots: self.per_agent(
+                lambda r: reset_envs(self.env, r.env, self._env_ids()))(roots),
+            mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
-        return AnakinState(learner=init_learner(), envs=init_envs())
+        return AnakinState(learner=init_learner(key=self.roots.init),
+                           envs=init_envs(self.roots))
 
-    def _device_call(self, state: AnakinState, num_active):
+    def _device_call(self, state: AnakinState, num_active, roots: Roots):
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
         (so a run whose length is not a multiple of the call size compiles once)."""
-        roots = (self.roots.action, self.roots.env)
         env_ids = self._env_ids()
 
-        def one_update(state: AnakinState):
+        def agent_update(state: AnakinState, roots: Roots):
             u = state.learner.update
-            envs, traj, episodes = self.rollout(state.learner.params, state.envs, roots,
-                                                env_ids, u)
-            learner, loss = self.update(state.learner, traj,
-                                        jax.random.fold_in(self.roots.update, u))
+            envs, traj, episodes = self.rollout(state.learner.params, state.envs,
+                                                (roots.action, roots.env), env_ids, u)
+            learner, loss = self.update(state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
             return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes)
+
+        def one_update(state: AnakinState):
+            return self.per_agent(agent_update)(state, roots)
 
         out_shape = jax.eval_shape(one_update, state)[1]
 
@@ -114,15 +148,15 @@ class AnakinRun:
     def call(self, state: AnakinState, num_active: int):
         """Runs ``num_active <= updates_per_call`` updates in one jitted call.
 
-        Returns ``(state, UpdateOutput)`` with leaves ``[updates_per_call]``; rows past
-        ``num_active`` are zeros.
+        Returns ``(state, UpdateOutput)`` with leaves ``[updates_per_call]`` (``[K, A]`` for
+        A agents); rows past ``num_active`` are zeros.
         """
         if self._call is None:
             fn = jax.shard_map(self._device_call, mesh=self.mesh,
-                               in_specs=(self.state_spec, P()),
+                               in_specs=(self.state_spec, P(), P()),
                                out_specs=(self.state_spec, P()))
             self._call = jax.jit(fn, donate_argnums=0)
-        return self._call(state, jnp.int32(num_active))
+        return self._call(state, jnp.int32(num_active), self.roots)
 
 
 def mesh_for(config):
@@ -148,9 +182,9 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     """
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
-    rundir = RunDir(config, workdir, total, run.derived.steps_per_update)
+    rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags())
     state = rundir.restore_or(run.init_state())
-    start = int(distributed.to_host(state.learner.update))
+    start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     t0 = time.perf_counter()
     try:
         with SignalFlag() as flag:
@@ -165,9 +199,11 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                     t0 = None
                 for i in range(k):
                     row = jax.tree.map(lambda x, i=i: x[i], out)
-                    scalars = row.loss.scalars()
-                    scalars["time/update_s"] = per_update_s
-                    rundir.record(start + i + 1, scalars, row.episodes,
+                    rows = [row] if run.num_agents == 1 else [
+                        jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
+                    scalars = [{**r.loss.scalars(), "time/update_s": per_update_s}
+                               for r in rows]
+                    rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
                                   sps=run.derived.steps_per_update / per_update_s)
                 # A collective in multi-process runs: every process, after every call.
                 exit_code = distributed.agree_on_exit_code(flag.exit_code)
@@ -186,6 +222,9 @@ def check_fields(config, counts: DeviceCounts) -> int:
     require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
             "must be 0 (all) in a multi-process run")
     positive_int(config, "updates_per_call")
+    positive_int(config, "num_seeds")
+    require(config.seed + config.num_seeds <= MAX_SEED, "num_seeds",
+            f"seeds {config.seed}..{config.seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
     return n or counts.devices
 
 

@@ -43,6 +43,7 @@ def get_config() -> ml_collections.ConfigDict:
     # Anakin.
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process
+    c.num_seeds = 1                 # agents in one program, seeds seed..seed+num_seeds-1
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices
     c.learner_device_ids = (0,)     # local devices that train (data-parallel)

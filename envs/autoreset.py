@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from envs.base import EpisodeStats, JaxEnvState, TimeStep
 from rlcore.types import EnvSpec
@@ -93,6 +94,19 @@ def strong_typed(tree: Any) -> Any:
     return jax.tree.map(lambda x: jnp.asarray(x, jnp.asarray(x).dtype), tree)
 
 
+@struct.dataclass
+class ResetDraw:
+    """A fresh episode drawn ahead of the step that may need it.
+
+    Attributes:
+      obs: ``[*obs_shape]`` float32, its first observation.
+      inner: the wrapped env's state at its start.
+    """
+
+    obs: jax.Array
+    inner: Any
+
+
 class AutoResetJaxEnv(abc.ABC):
     """A JaxEnv built from an inner reset and an inner step (no auto-reset of their own).
 
@@ -136,6 +150,40 @@ class AutoResetJaxEnv(abc.ABC):
         )
         return state, timestep
 
+    def draw_reset(self, key: jax.Array) -> tuple[jax.Array, ResetDraw]:
+        """The randomness of one ``step(state, action, key)`` drawn ahead: the key of the
+        step itself and the episode that starts if this step ends one.
+
+        A rollout draws these for all its steps at once, outside its loop (on CPU every
+        random draw inside a loop body is a small loop of its own).
+
+        Args:
+          key: the step's PRNG key.
+
+        Returns:
+          ``(key_step, ResetDraw)``.
+        """
+        key_step, key_reset = jax.random.split(key)
+        obs, inner = self._reset_inner(key_reset)
+        return key_step, ResetDraw(obs=jnp.asarray(obs, jnp.float32), inner=inner)
+
+    def step_drawn(
+        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array, reset: ResetDraw
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """``step`` with its randomness from ``draw_reset``: same result, bit for bit."""
+        obs_st, inner_st, reward, terminated, truncated = self._step_inner(
+            state.inner, action, key_step
+        )
+        reward = jnp.asarray(reward, jnp.float32)
+        terminated = jnp.asarray(terminated, jnp.bool_)
+        truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
+        done = terminated | truncated
+        inner = select_tree(done, reset.inner, inner_st)
+        obs = jnp.where(done, reset.obs, jnp.asarray(obs_st, jnp.float32))
+        stats = update_episode_stats(state.stats, reward, done)
+        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        return JaxEnvState(inner=inner, stats=stats), timestep
+
     def step(
         self, state: JaxEnvState, action: jax.Array, key: jax.Array
     ) -> tuple[JaxEnvState, TimeStep]:
@@ -150,20 +198,8 @@ class AutoResetJaxEnv(abc.ABC):
           ``(state, TimeStep)``: obs ``[*obs_shape]`` float32 (the next episode's first obs
           where ``terminated | truncated``), reward ``[]`` float32, flags ``[]`` bool.
         """
-        key_step, key_reset = jax.random.split(key)
-        obs_st, inner_st, reward, terminated, truncated = self._step_inner(
-            state.inner, action, key_step
-        )
-        obs_re, inner_re = self._reset_inner(key_reset)
-        reward = jnp.asarray(reward, jnp.float32)
-        terminated = jnp.asarray(terminated, jnp.bool_)
-        truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
-        done = terminated | truncated
-        inner = select_tree(done, inner_re, inner_st)
-        obs = jnp.where(done, jnp.asarray(obs_re, jnp.float32), jnp.asarray(obs_st, jnp.float32))
-        stats = update_episode_stats(state.stats, reward, done)
-        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
-        return JaxEnvState(inner=inner, stats=stats), timestep
+        key_step, reset = self.draw_reset(key)
+        return self.step_drawn(state, action, key_step, reset)
 
 
 def host_initial_stats(num_envs: int) -> EpisodeStats:

@@ -78,6 +78,14 @@ class JaxEnv(Protocol):
     ) -> tuple[JaxEnvState, TimeStep]:
         """Steps once; auto-resets (with ``key``) when the episode ends."""
 
+    def draw_reset(self, key: jax.Array) -> tuple[jax.Array, Any]:
+        """``step``'s randomness drawn ahead: ``(key_step, reset draw)``."""
+
+    def step_drawn(
+        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array, reset: Any
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """``step`` with its randomness from ``draw_reset(key)``: the same result."""
+
 
 class HostEnv(Protocol):
     """A batch of host-side envs with numpy inputs and outputs."""

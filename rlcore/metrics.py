@@ -74,42 +74,72 @@ class MetricsLogger:
         ``sps`` defaults to env steps per second since the previous line; callers that log
         several lines per measured interval (Anakin's multi-update calls) pass their own.
         """
+        return self.log_agents(update, env_steps, [(scalars, episodes, {})], sps)[0]
+
+    def log_agents(self, update: int, env_steps: int, agents, sps: float | None = None
+                   ) -> list[dict]:
+        """Writes one line per agent of a log step, and one console line for them all.
+
+        Args:
+          update: updates done.
+          env_steps: env steps done, per agent.
+          agents: ``[(scalars, EpisodeSummary, tags)]``, one per agent; ``tags`` (e.g.
+            ``{"seed": 3}``, empty for a single agent) go into that agent's line.
+          sps: per-agent env steps per second (default: since the previous log step).
+
+        Returns:
+          The rows written.
+        """
         now = time.perf_counter()
         last_time, last_steps = self._last
         if sps is None:
             sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
         self._last = (now, env_steps)
-        ep_return, ep_length = episodes.means()
-        row = {
-            "update": int(update),
-            "env_steps": int(env_steps),
-            "wall_time": now - self.start,
-            "sps": sps,
-            "episode_return": ep_return,
-            "episode_length": ep_length,
-        }
-        row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
+        rows = []
+        for scalars, episodes, tags in agents:
+            ep_return, ep_length = episodes.means()
+            row = dict(tags)
+            row.update({
+                "update": int(update),
+                "env_steps": int(env_steps),
+                "wall_time": now - self.start,
+                "sps": sps,
+                "episode_return": ep_return,
+                "episode_length": ep_length,
+            })
+            row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
+            rows.append(row)
+            self._write(row, _tb_prefix(tags))
+        if self.console:
+            print(self.progress_line(rows), file=sys.stderr, flush=True)
+        return rows
+
+    def _write(self, row: dict, prefix: str) -> None:
         self.history.append(row)
         if self._jsonl is not None:
             self._jsonl.write(json.dumps(row) + "\n")
         if self._tb is not None:
             for key, value in row.items():
-                if key not in ("update", "env_steps") and value is not None:
-                    self._tb.add_scalar(key, value, env_steps)
-        if self.console:
-            print(self.progress_line(row), file=sys.stderr, flush=True)
-        return row
+                if (key not in ("update", "env_steps") and isinstance(value, (int, float))
+                        and not isinstance(value, bool)):
+                    self._tb.add_scalar(prefix + key, value, row["env_steps"])
 
-    def progress_line(self, row: Mapping) -> str:
-        """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``."""
+    def progress_line(self, rows) -> str:
+        """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``;
+        with several agents the return is their mean and range, ``return 23.4 (10.0..31.2,
+        8 agents)``, and SPS counts the env steps of all of them."""
+        rows = [rows] if isinstance(rows, Mapping) else rows
+        row = rows[0]
         done = row["update"]
         elapsed = row["wall_time"]
         eta = elapsed / max(done - self.start_update, 1) * max(self.total_updates - done, 0)
-        ret = row["episode_return"]
-        ret_s = "-" if ret is None else f"{ret:.1f}"
+        returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
+        ret_s = "-" if not returns else f"{sum(returns) / len(returns):.1f}"
+        if len(rows) > 1 and returns:
+            ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
         return (
             f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
-            f"SPS {row['sps']:,.0f} | return {ret_s} | ETA {_hms(eta)}"
+            f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s} | ETA {_hms(eta)}"
         )
 
     def close(self) -> None:
@@ -119,6 +149,11 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def _tb_prefix(tags: Mapping) -> str:
+    """TensorBoard group of an agent's scalars, e.g. ``seed=3/``; none for one agent."""
+    return ",".join(f"{k}={v}" for k, v in tags.items()) + "/" if tags else ""
 
 
 def _hms(seconds: float) -> str:

@@ -42,10 +42,13 @@ class RunDir:
       config: the run config (``log_every``, ``checkpoint_every``).
       workdir: run directory or None.
       total_updates: updates in the run.
-      steps_per_update: env steps per update over all envs.
+      steps_per_update: env steps per update over all envs (of one agent).
+      agent_tags: one dict per agent that goes into its metrics lines (e.g. ``{"seed": 3}``)
+        when a run trains several agents; None: one agent, lines without tags.
     """
 
-    def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int):
+    def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int,
+                 agent_tags: list[dict] | None = None):
         self.config = config
         self.workdir = workdir
         self.total = total_updates
@@ -53,8 +56,10 @@ class RunDir:
         self.main = distributed.is_main_process()
         self.ckpt = Checkpointer(workdir) if workdir else None
         self.logger: MetricsLogger | None = None
-        self._window: list[Mapping[str, float]] = []
-        self._episodes = EpisodeSummary.zero()
+        self._tags = agent_tags or [{}]
+        # Per agent: the open window's per-update scalars and its ended episodes.
+        self._windows: list[list[Mapping[str, float]]] = [[] for _ in self._tags]
+        self._episodes = [EpisodeSummary.zero() for _ in self._tags]
 
     def restore_or(self, fresh_state):
         """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``;
@@ -80,25 +85,37 @@ class RunDir:
             self._load_log_state(start)
         return state
 
-    def record(self, update: int, scalars: Mapping[str, float], episodes: EpisodeSummary,
-               sps: float | None = None) -> None:
+    def record(self, update: int, scalars, episodes, sps: float | None = None) -> None:
         """Adds update ``update``'s scalars and the episodes that ended in it; writes a log
-        line (window means) when one is due.
+        line (window means) per agent when one is due.
+
+        Args:
+          update: the update just done (1-based).
+          scalars: ``{name: float}``, or a list of them, one per agent.
+          episodes: EpisodeSummary, or a list of them, one per agent.
+          sps: per-agent env steps per second (default: measured between log lines).
 
         Raises:
-          FloatingPointError: the update's ``loss/total`` is not finite.
+          FloatingPointError: an agent's ``loss/total`` is not finite.
         """
-        total_loss = scalars.get("loss/total", 0.0)
-        if not math.isfinite(total_loss):
-            raise FloatingPointError(f"non-finite loss ({total_loss}) in update {update}")
-        self._episodes = self._episodes + episodes
-        self._window.append(dict(scalars))
+        if isinstance(episodes, EpisodeSummary):
+            scalars, episodes = [scalars], [episodes]
+        for a, (sc, ep) in enumerate(zip(scalars, episodes, strict=True)):
+            total_loss = sc.get("loss/total", 0.0)
+            if not math.isfinite(total_loss):
+                agent = f" of agent {self._tags[a]}" if self._tags[a] else ""
+                raise FloatingPointError(
+                    f"non-finite loss ({total_loss}) in update {update}{agent}")
+            self._episodes[a] = self._episodes[a] + ep
+            self._windows[a].append(dict(sc))
         if update % self.config.log_every == 0 or update == self.total:
-            means = {k: float(np.mean([w[k] for w in self._window])) for k in self._window[0]}
-            self.logger.log(update, update * self.steps_per_update, means, self._episodes,
-                            sps=sps)
-            self._window.clear()
-            self._episodes = EpisodeSummary.zero()
+            agents = []
+            for window, ep, tags in zip(self._windows, self._episodes, self._tags):
+                means = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+                agents.append((means, ep, tags))
+            self.logger.log_agents(update, update * self.steps_per_update, agents, sps=sps)
+            self._windows = [[] for _ in self._tags]
+            self._episodes = [EpisodeSummary.zero() for _ in self._tags]
 
     def checkpoint_due(self, update: int, previous: int) -> bool:
         """Whether the updates ``previous + 1 .. update`` reached a checkpoint point."""
@@ -125,8 +142,10 @@ class RunDir:
         self.ckpt.save(update, state)
         if self.main:
             os.makedirs(self._log_state_dir(), exist_ok=True)
+            agents = [{"window": w, "episodes": e.as_list()}
+                      for w, e in zip(self._windows, self._episodes)]
             with open(self._log_state_path(update), "w") as f:
-                json.dump({"window": self._window, "episodes": self._episodes.as_list()}, f)
+                json.dump(agents[0] if len(agents) == 1 else {"agents": agents}, f)
 
     @property
     def history(self) -> list[dict]:
@@ -150,8 +169,9 @@ class RunDir:
             return
         with open(path) as f:
             saved = json.load(f)
-        self._window = saved["window"]
-        self._episodes = EpisodeSummary(*saved["episodes"])
+        agents = saved.get("agents", [saved])
+        self._windows = [a["window"] for a in agents]
+        self._episodes = [EpisodeSummary(*a["episodes"]) for a in agents]
 
     def _truncate_metrics(self, update: int) -> None:
         """Drops metrics.jsonl lines past ``update`` (logged after the last checkpoint)."""

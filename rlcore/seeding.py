@@ -12,14 +12,18 @@ threads, devices and processes:
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
+import jax.numpy as jnp
+from flax import struct
 
 
-@dataclasses.dataclass(frozen=True)
+@struct.dataclass
 class Roots:
-    """PRNG roots derived from the seed: network init, actions, env steps, learner updates."""
+    """PRNG roots derived from the seed: network init, actions, env steps, learner updates.
+
+    A pytree: ``jax.vmap(Roots.from_seed)(seeds)`` gives the roots of many agents (leaves
+    ``[A]``), each equal to ``Roots.from_seed(seed)`` of its own seed.
+    """
 
     init: jax.Array
     action: jax.Array
@@ -38,6 +42,34 @@ def per_env_keys(root, env_ids, *path):
     for p in path:
         key = jax.random.fold_in(key, p)
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(env_ids)
+
+
+def rollout_keys(root, env_ids, update, num_steps: int):
+    """``per_env_keys(root, env_ids, update, t)`` for every step ``t < num_steps`` at once.
+
+    The same keys, derived in a few batched hashes before a rollout instead of a chain of
+    ``fold_in`` calls inside every step (which costs per-op overhead at small batches).
+
+    Returns:
+      ``[num_steps, B]`` keys.
+    """
+    key_u = jax.random.fold_in(root, update)
+    step_keys = jax.vmap(lambda t: jax.random.fold_in(key_u, t))(jnp.arange(num_steps))
+    return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(env_ids))(step_keys)
+
+
+def action_noise(keys, num_actions: int):
+    """Gumbel noise ``[..., num_actions]`` of ``keys [...]``: ``sample_actions(keys, logits)``
+    equals ``argmax(logits + noise)`` (how ``jax.random.categorical`` samples), so a
+    rollout can draw all of it before its steps."""
+    flat = keys.reshape(-1)
+    noise = jax.vmap(lambda k: jax.random.gumbel(k, (num_actions,)))(flat)
+    return noise.reshape(keys.shape + (num_actions,))
+
+
+def actions_from_noise(noise, logits):
+    """``argmax(logits + noise)`` per row: int32 ``[B]`` from ``[B, A]`` logits and noise."""
+    return jnp.argmax(logits + noise, axis=-1).astype("int32")
 
 
 def sample_actions(keys, logits):

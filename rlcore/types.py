@@ -53,8 +53,10 @@ class Trajectory:
       terminated: ``[T, B]`` bool, the episode reached a terminal state.
       truncated: ``[T, B]`` bool, the episode was cut (time limit), not a terminal state.
       behaviour_logits: ``[T, B, A]`` float32, logits of the policy that acted.
-      behaviour_value: ``[T, B]`` float32, that policy's value estimates, or None where the
-        actors do not ship them (Sebulba: the learner recomputes values with its own params).
+      behaviour_value: ``[T, B]`` float32, that policy's value estimates, shipped only where
+        that policy is the learner's at the start of the update (policy lag 0: Anakin), so
+        the learner can use them as its own; None elsewhere (Sebulba), and the learner
+        recomputes them.
       bootstrap_obs: ``[B, *obs_shape]``.
     """
 

@@ -56,6 +56,8 @@ def check_fields(config, counts: DeviceCounts) -> int:
                 f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
         require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
     positive_int(config, "num_actor_threads")
+    require(config.num_seeds == 1, "num_seeds",
+            f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
     choice(config, "pipeline", pipeline.PIPELINES)
     require(is_int(config.env_threads) and config.env_threads >= 0, "env_threads",
             "must be an integer >= 0")

@@ -1,8 +1,11 @@
 """PPO with the clipped surrogate and GAE (Schulman et al. 2017, arXiv 1707.06347).
 
-Before the epochs the learner recomputes the rollout's values with its own params (one
-forward pass over ``obs`` and ``bootstrap_obs``), so GAE uses the learner's values whatever
-the policy lag; the ratio uses ``behaviour_logits``, the policy that acted.
+GAE needs the values of the learner's params at the start of the update. Where the policy
+lag is 0 (Anakin) those are the values the rollout computed, which the trajectory then
+carries as ``behaviour_value``; only ``bootstrap_obs`` needs a forward pass. Where it does
+not carry them (Sebulba: the actors do not ship values, and their params may be older) the
+learner recomputes the values of the whole rollout (one forward pass over ``obs`` and
+``bootstrap_obs``). The ratio uses ``behaviour_logits``, the policy that acted.
 """
 
 from __future__ import annotations
@@ -58,21 +61,26 @@ class PPO(ConfigHParams):
         Args:
           params: the learner's params at the start of the update.
           apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
-          trajectory: Trajectory ``[T, B, ...]``.
+          trajectory: Trajectory ``[T, B, ...]``; its ``behaviour_value``, where present,
+            must be the values of ``params`` (policy lag 0).
 
         Returns:
           PPOBatch ``[T, B, ...]``.
         """
         traj = trajectory
         t, b = traj.action.shape
-        obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
-        value_all = values_in_chunks(params, apply_fn,
-                                     obs_all.reshape((-1,) + obs_all.shape[2:]))
-        value_all = value_all.reshape((t + 1, b))
-        value_tm1 = value_all[:t]
+        if traj.behaviour_value is not None:  # the rollout ran these params (lag 0)
+            value_tm1 = traj.behaviour_value
+            bootstrap_value = apply_fn(params, traj.bootstrap_obs)[1]
+        else:
+            obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
+            value_all = values_in_chunks(params, apply_fn,
+                                         obs_all.reshape((-1,) + obs_all.shape[2:]))
+            value_all = value_all.reshape((t + 1, b))
+            value_tm1, bootstrap_value = value_all[:t], value_all[t]
         inputs = returns.step_inputs(
-            traj.reward, traj.terminated, traj.truncated, value_tm1, value_all[t], self.gamma,
-            self.gae_lambda,
+            traj.reward, traj.terminated, traj.truncated, value_tm1, bootstrap_value,
+            self.gamma, self.gae_lambda,
         )
         adv, targets = returns.gae(traj.reward, inputs.discount_t, value_tm1, inputs.value_t,
                                    inputs.lambda_)

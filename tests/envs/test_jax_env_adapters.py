@@ -147,3 +147,31 @@ def test_gymnax_unknown_param_is_config_error():
 
     with pytest.raises(ConfigError, match="max_step"):
         GymnaxEnv("CartPole-v1", max_step=3)
+
+
+@pytest.mark.parametrize("make_env", [lambda: GymnaxEnv("CartPole-v1"), lambda: CatchEnv()],
+                         ids=["gymnax-cartpole", "catch"])
+def test_step_drawn_equals_step(make_env):
+    """A reset drawn ahead (``draw_reset``) and ``step_drawn`` give ``step``'s result, bit for
+    bit, over many episode ends."""
+    env = make_env()
+    n = 8
+    state, ts = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), n))
+    drawn_state = state
+
+    @jax.jit
+    def both(state, drawn_state, t):
+        keys = jax.random.split(jax.random.fold_in(jax.random.key(1), t), n)
+        action = jax.random.randint(jax.random.fold_in(jax.random.key(2), t), (n,), 0,
+                                    env.spec.num_actions)
+        a = jax.vmap(env.step)(state, action, keys)
+        key_step, reset = jax.vmap(env.draw_reset)(keys)
+        b = jax.vmap(env.step_drawn)(drawn_state, action, key_step, reset)
+        return a, b
+
+    ends = 0
+    for t in range(60):
+        (state, ts_a), (drawn_state, ts_b) = both(state, drawn_state, t)
+        jax.tree.map(np.testing.assert_array_equal, (state, ts_a), (drawn_state, ts_b))
+        ends += int(np.sum(ts_a.terminated | ts_a.truncated))
+    assert ends > 0

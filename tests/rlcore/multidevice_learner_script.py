@@ -46,7 +46,7 @@ def make_trajectory(net, params, seed):
         truncated=jnp.asarray(truncated),
         behaviour_logits=logits.reshape(T, B, A)
         + 0.3 * jnp.asarray(rng.normal(size=(T, B, A)), jnp.float32),
-        behaviour_value=value.reshape(T, B),
+        behaviour_value=None,  # recomputed by PPO (params change between updates)
         bootstrap_obs=jnp.asarray(rng.normal(size=(B, OBS)), jnp.float32),
     )
 

@@ -101,7 +101,7 @@ def _setup():
         terminated=jnp.asarray(terminated),
         truncated=jnp.asarray(truncated),
         behaviour_logits=jnp.asarray(0.1 * rng.normal(size=(_T, _B, _A)), jnp.float32),
-        behaviour_value=jnp.zeros((_T, _B), jnp.float32),
+        behaviour_value=None,
         bootstrap_obs=jnp.asarray(rng.normal(size=(_B, _OBS)), jnp.float32),
     )
     return net, params, traj
@@ -155,3 +155,17 @@ def test_algorithms_read_their_hyperparameters_from_the_config():
                                          ent_coef=0.01)
     config.algorithm, config.vtrace_lambda = "impala", 0.9
     assert make_algorithm(config) == Impala(vtrace_lambda=0.9)
+
+
+def test_ppo_uses_rollout_values_when_the_trajectory_carries_them():
+    """Lag 0 (Anakin): behaviour values equal to the learner's give the same PPO batch as
+    recomputing them; values of other params change the advantages (so they are used)."""
+    net, params, traj = _setup()
+    ppo = PPO(gamma=0.9, gae_lambda=0.8)
+    values = net.apply(params, traj.obs.reshape(_T * _B, _OBS))[1].reshape(_T, _B)
+    recomputed = ppo.prepare(params, net.apply, traj)
+    reused = ppo.prepare(params, net.apply, traj.replace(behaviour_value=values))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 recomputed, reused)
+    stale = ppo.prepare(params, net.apply, traj.replace(behaviour_value=values + 1.0))
+    assert not np.allclose(stale.advantages, recomputed.advantages)
