@@ -223,7 +223,7 @@ def check_fields(config, counts: DeviceCounts) -> int:
             "must be 0 (all) in a multi-process run")
     positive_int(config, "updates_per_call")
     positive_int(config, "num_seeds")
-    require(config.seed + config.num_seeds <= MAX_SEED, "num_seeds",
+    require(config.num_seeds == 1 or config.seed + config.num_seeds <= MAX_SEED, "num_seeds",
             f"seeds {config.seed}..{config.seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
     return n or counts.devices
 
