@@ -66,9 +66,10 @@ class AnakinRun:
     """The compiled pieces of one Anakin run: init, the K-update call, and the mesh.
 
     ``num_seeds`` agents train in the same compiled call: the whole per-agent computation
-    (rollout, update, init) is ``jax.vmap``ped over an agent axis, agent ``s`` with the
-    roots of seed ``seed + s``, so it is the single-agent run of that seed (up to XLA's
-    batched kernels). One agent runs without the vmap.
+    (rollout, update, env reset) is ``jax.vmap``ped over an agent axis (params are initialised
+    agent by agent), agent ``s`` with the roots of seed ``seed + s``, so it is the
+    single-agent run of that seed (up to XLA's batched kernels). One agent runs without the
+    vmap.
     """
 
     def __init__(self, config, mesh=None):
@@ -107,16 +108,20 @@ class AnakinRun:
 
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""
+        init_one = functools.partial(init_learner_state, self.network, self.optimizer,
+                                     spec=self.env.spec)
+        # Agents are initialised one after another (lax.map), not vmapped: a batched
+        # orthogonal init is a batched LAPACK QR, whose jaxlib kernel waits on the intra-op
+        # pool from inside it and deadlocks when several CPU devices run it at once (jax 0.10).
         init_learner = jax.jit(
-            self.per_agent(functools.partial(init_learner_state, self.network, self.optimizer,
-                                             spec=self.env.spec)),
+            init_one if self.num_agents == 1 else functools.partial(jax.lax.map, init_one),
             out_shardings=distributed.replicated(self.mesh))
         init_envs = jax.jit(jax.shard_map(
             lambda roots: self.per_agent(
                 lambda r: reset_envs(self.env, r.env, self._env_ids()))(roots),
             mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
-        return AnakinState(learner=init_learner(key=self.roots.init),
+        return AnakinState(learner=init_learner(self.roots.init),
                            envs=init_envs(self.roots))
 
     def _device_call(self, state: AnakinState, num_active, roots: Roots):
