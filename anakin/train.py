@@ -20,7 +20,7 @@ from jax.sharding import PartitionSpec as P
 
 from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
-from rlcore import distributed, entry
+from rlcore import distributed, entry, sweep
 from rlcore.checkpoint import SignalFlag
 from rlcore.config import (
     MAX_SEED,
@@ -79,14 +79,19 @@ class AnakinRun:
         self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
         self.network = make_network(config.network, self.env.spec)
-        self.optimizer = optimizer_for(config, self.derived.optimizer_steps)
-        self.num_agents = config.num_seeds
-        seeds = config.seed + jnp.arange(self.num_agents)
+        self.tags = sweep.agent_tags(config)
+        self.num_agents = len(self.tags)
+        # Agents' swept values {field: [A]}; a single agent runs its values as plain numbers.
+        self.values = sweep.agent_values(config) if self.num_agents > 1 else {}
+        first = sweep.AgentConfig(config, sweep.variants(config)[0])
+        # Every variant's optimizer state has this one's structure (validation sees to it).
+        self.optimizer = optimizer_for(first, self.derived.optimizer_steps)
+        seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update)
-        self.update = make_update_fn_for(config, self.network.apply, self.optimizer, AXIS)
+        self.update = make_update_fn_for(first, self.network.apply, self.optimizer, AXIS)
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None
@@ -96,10 +101,17 @@ class AnakinRun:
         return fn if self.num_agents == 1 else jax.vmap(fn)
 
     def agent_tags(self) -> list[dict] | None:
-        """What tells the agents' metrics lines apart (None for one agent)."""
-        if self.num_agents == 1:
-            return None
-        return [{"seed": self.config.seed + s} for s in range(self.num_agents)]
+        """What tells the agents' metrics lines apart: swept values and seed (None for one
+        agent without a sweep)."""
+        return None if self.num_agents == 1 and not sweep.swept(self.config) else self.tags
+
+    def agent_update_fn(self, values):
+        """The update of an agent with swept ``values`` (traced scalars; {} without a sweep)."""
+        if not values:
+            return self.update
+        config = sweep.AgentConfig(self.config, values)
+        return make_update_fn_for(config, self.network.apply,
+                                  optimizer_for(config, self.derived.optimizer_steps), AXIS)
 
     def _env_ids(self):
         """Global indices of this device's envs ``[B_local]`` (inside shard_map)."""
@@ -124,21 +136,22 @@ class AnakinRun:
         return AnakinState(learner=init_learner(self.roots.init),
                            envs=init_envs(self.roots))
 
-    def _device_call(self, state: AnakinState, num_active, roots: Roots):
+    def _device_call(self, state: AnakinState, num_active, roots: Roots, values):
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
         (so a run whose length is not a multiple of the call size compiles once)."""
         env_ids = self._env_ids()
 
-        def agent_update(state: AnakinState, roots: Roots):
+        def agent_update(state: AnakinState, roots: Roots, values):
             u = state.learner.update
             envs, traj, episodes = self.rollout(state.learner.params, state.envs,
                                                 (roots.action, roots.env), env_ids, u)
-            learner, loss = self.update(state.learner, traj, jax.random.fold_in(roots.update, u))
+            learner, loss = self.agent_update_fn(values)(
+                state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
             return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes)
 
         def one_update(state: AnakinState):
-            return self.per_agent(agent_update)(state, roots)
+            return self.per_agent(agent_update)(state, roots, values)
 
         out_shape = jax.eval_shape(one_update, state)[1]
 
@@ -158,10 +171,10 @@ class AnakinRun:
         """
         if self._call is None:
             fn = jax.shard_map(self._device_call, mesh=self.mesh,
-                               in_specs=(self.state_spec, P(), P()),
+                               in_specs=(self.state_spec, P(), P(), P()),
                                out_specs=(self.state_spec, P()))
             self._call = jax.jit(fn, donate_argnums=0)
-        return self._call(state, jnp.int32(num_active), self.roots)
+        return self._call(state, jnp.int32(num_active), self.roots, self.values)
 
 
 def mesh_for(config):

@@ -6,6 +6,8 @@ or ``--config.learner_device_ids=1,2,3`` (tuples, not lists).
 
 import ml_collections
 
+from rlcore.sweep import sweep_fields
+
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
@@ -60,4 +62,5 @@ def get_config() -> ml_collections.ConfigDict:
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
     c.debug.fail_actor_at_update = -1  # raise in actor thread 0 before rollout k (0-based)
     c.debug.nan_at_update = -1      # poison the rewards of rollout k (0-based; update k+1 fails)
+    c.sweep = sweep_fields(c)       # Anakin: values per number field, one agent each (x seeds)
     return c

@@ -22,6 +22,7 @@ from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.errors import ConfigError
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
+from rlcore.sweep import SWEEPABLE, swept, variants, with_values
 from rlcore.types import EnvSpec
 
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
@@ -132,6 +133,32 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> None:
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_network(config, mode.env_spec(config.env_id))
+    _validate_sweep(config, shards, mode.check_env_id)
+
+
+def _validate_sweep(config, num_shards: int, check_env_id) -> None:
+    """Swept fields must be ``SWEEPABLE`` and every variant a valid config; errors name
+    ``sweep.<field>``."""
+    fields = swept(config)
+    for field in fields:
+        require(field in SWEEPABLE, f"sweep.{field}",
+                "sets an array shape or the run's structure, which agents of one program "
+                f"share; sweepable fields: {', '.join(SWEEPABLE)}")
+        require(all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                    for v in fields[field]), f"sweep.{field}",
+                f"values must be numbers, got {fields[field]!r}")
+    if "max_grad_norm" in fields:
+        require(all(v > 0 for v in fields["max_grad_norm"]),
+                "sweep.max_grad_norm", "swept values must be > 0 (0, no clipping, changes "
+                "the optimizer's structure)")
+    for variant in variants(config):
+        try:
+            _validate_common(with_values(config, variant), num_shards, check_env_id)
+        except ConfigError as e:
+            field = str(e).split(":", 1)[0]
+            if field not in variant:
+                raise
+            raise ConfigError(f"sweep.{e}") from None
 
 
 def _validate_common(config, num_shards: int, check_env_id) -> None:

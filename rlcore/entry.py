@@ -11,19 +11,24 @@ import re
 import sys
 import traceback
 
-from absl import flags
+from absl import flags, logging
 
 from rlcore import distributed
 from rlcore.config import ModeChecks, validate, validate_distributed
 from rlcore.errors import ConfigError
+from rlcore.metrics import group_by_variant
+from rlcore.sweep import SWEEPABLE
 
 
 def parse_flags(argv):
     """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
-    unknown field) becomes one ``config error: <field>: ...`` line and exit code 2."""
+    unknown field) becomes one ``config error: <field>: ...`` line and exit code 2. Library
+    logging stays at WARNING unless ``--verbosity`` is given."""
     try:
         rest = flags.FLAGS(argv)
         flags.FLAGS["config"].value.to_dict()  # a config that failed to load raises here
+        if not flags.FLAGS["verbosity"].present:  # library INFO chatter only when asked for
+            logging.set_verbosity(logging.WARNING)
         return rest
     except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
         message = " ".join(str(e).split())
@@ -75,15 +80,33 @@ def run_main(config, workdir, mode: ModeChecks, train) -> None:
 
 
 def print_summary(rows) -> None:
-    """A short learning-curve summary: return at a few points of the run."""
-    points = [r for r in rows if r.get("episode_return") is not None]
-    if not points:
+    """A short learning-curve summary: return at a few points of the run. With several
+    agents the return is their mean per log step; with a sweep, one column per variant."""
+    tag_keys = [k for k in ("seed", *SWEEPABLE) if rows and k in rows[0]]
+    variant_keys = [k for k in tag_keys if k != "seed"]
+    groups = (group_by_variant(rows, variant_keys) if variant_keys
+              else [("mean episode return", rows)])
+    curves = [(label, _mean_curve(group)) for label, group in groups]
+    steps = sorted({s for _, curve in curves for s in curve})
+    if not steps:
         print("no episode finished", file=sys.stderr)
         return
-    picks = sorted({0, len(points) // 4, len(points) // 2, 3 * len(points) // 4, len(points) - 1})
-    print("learning curve (env steps -> mean episode return):")
-    for i in picks:
-        r = points[i]
-        print(f"  {r['env_steps']:>12,} -> {r['episode_return']:8.1f}")
-    best = max(p["episode_return"] for p in points)
-    print(f"best logged mean return {best:.1f}; final {points[-1]['episode_return']:.1f}")
+    n = len(steps)
+    picks = [steps[i] for i in sorted({0, n // 4, n // 2, 3 * n // 4, n - 1})]
+    print("learning curve (env steps -> " + " | ".join(label for label, _ in curves) + "):")
+    for step in picks:
+        cells = [f"{curve[step]:8.1f}" if step in curve else "       -" for _, curve in curves]
+        print(f"  {step:>12,} -> " + " | ".join(cells))
+    for label, curve in curves:
+        name = "" if len(curves) == 1 else f"{label}: "
+        print(f"{name}best logged mean return {max(curve.values()):.1f}; "
+              f"final {curve[max(curve)]:.1f}")
+
+
+def _mean_curve(rows) -> dict[int, float]:
+    """``{env_steps: mean episode return over the rows of that step}`` (steps with one)."""
+    by_step: dict[int, list[float]] = {}
+    for r in rows:
+        if r.get("episode_return") is not None:
+            by_step.setdefault(r["env_steps"], []).append(r["episode_return"])
+    return {s: sum(v) / len(v) for s, v in by_step.items()}

@@ -96,6 +96,7 @@ class MetricsLogger:
             sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
         self._last = (now, env_steps)
         rows = []
+        variant_keys = [k for k in agents[0][2] if k != "seed"]
         for scalars, episodes, tags in agents:
             ep_return, ep_length = episodes.means()
             row = dict(tags)
@@ -109,34 +110,41 @@ class MetricsLogger:
             })
             row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
             rows.append(row)
-            self._write(row, _tb_prefix(tags))
+            self._write(row, tags)
         if self.console:
-            print(self.progress_line(rows), file=sys.stderr, flush=True)
+            print(self.progress_line(rows, variant_keys), file=sys.stderr, flush=True)
         return rows
 
-    def _write(self, row: dict, prefix: str) -> None:
+    def _write(self, row: dict, tags: Mapping) -> None:
         self.history.append(row)
         if self._jsonl is not None:
             self._jsonl.write(json.dumps(row) + "\n")
         if self._tb is not None:
+            prefix = _tb_prefix(tags)
             for key, value in row.items():
-                if (key not in ("update", "env_steps") and isinstance(value, (int, float))
+                if (key not in ("update", "env_steps", *tags) and isinstance(value, (int, float))
                         and not isinstance(value, bool)):
                     self._tb.add_scalar(prefix + key, value, row["env_steps"])
 
-    def progress_line(self, rows) -> str:
+    def progress_line(self, rows, variant_keys=()) -> str:
         """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``;
         with several agents the return is their mean and range, ``return 23.4 (10.0..31.2,
-        8 agents)``, and SPS counts the env steps of all of them."""
+        8 agents)``, and SPS counts the env steps of all of them. With swept fields
+        (``variant_keys``) the return is given per variant, its mean over seeds:
+        ``return learning_rate=0.001: 23.4, learning_rate=0.0001: 12.0``."""
         rows = [rows] if isinstance(rows, Mapping) else rows
         row = rows[0]
         done = row["update"]
         elapsed = row["wall_time"]
         eta = elapsed / max(done - self.start_update, 1) * max(self.total_updates - done, 0)
-        returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
-        ret_s = "-" if not returns else f"{sum(returns) / len(returns):.1f}"
-        if len(rows) > 1 and returns:
-            ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
+        if variant_keys:
+            ret_s = ", ".join(f"{label}: {_mean_return(group)}"
+                              for label, group in group_by_variant(rows, variant_keys))
+        else:
+            ret_s = _mean_return(rows)
+            returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
+            if len(rows) > 1 and returns:
+                ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
         return (
             f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
             f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s} | ETA {_hms(eta)}"
@@ -151,9 +159,24 @@ class MetricsLogger:
             self._tb = None
 
 
+def group_by_variant(rows, variant_keys) -> list[tuple[str, list[dict]]]:
+    """``[(label, rows)]``: rows grouped by their values of ``variant_keys`` (first-seen
+    order), labelled ``key=value,...``."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(",".join(f"{k}={r[k]:g}" for k in variant_keys), []).append(r)
+    return list(groups.items())
+
+
+def _mean_return(rows) -> str:
+    returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
+    return f"{sum(returns) / len(returns):.1f}" if returns else "-"
+
+
 def _tb_prefix(tags: Mapping) -> str:
-    """TensorBoard group of an agent's scalars, e.g. ``seed=3/``; none for one agent."""
-    return ",".join(f"{k}={v}" for k, v in tags.items()) + "/" if tags else ""
+    """TensorBoard group of an agent's scalars, e.g. ``learning_rate_0.001/seed_3/``
+    (characters TensorBoard accepts in a tag); none for one agent."""
+    return "".join(f"{k}_{v}/" for k, v in tags.items())
 
 
 def _hms(seconds: float) -> str:

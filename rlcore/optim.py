@@ -62,9 +62,10 @@ def make_optimizer(
     schedule = linear_schedule(learning_rate, total_steps, anneal_lr)
     opt = OPTIMIZERS[name](schedule, adam_eps=adam_eps, rmsprop_decay=rmsprop_decay,
                            rmsprop_eps=rmsprop_eps)
-    if max_grad_norm > 0:
-        return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
-    return opt
+    if isinstance(max_grad_norm, (int, float)) and max_grad_norm <= 0:
+        return opt
+    # A traced max_grad_norm (a swept value, > 0 by validation) always clips.
+    return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
 def optimizer_for(config, total_steps: int) -> optax.GradientTransformation:

@@ -35,6 +35,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.rundir import RunDir
 from rlcore.seeding import Roots, host_env_seed
+from rlcore.sweep import swept
 from rlcore.types import LearnerState
 from sebulba import learner as sl
 from sebulba import pipeline
@@ -58,6 +59,9 @@ def check_fields(config, counts: DeviceCounts) -> int:
     positive_int(config, "num_actor_threads")
     require(config.num_seeds == 1, "num_seeds",
             f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
+    require(not swept(config), "sweep",
+            f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
+            "(Anakin sweeps in one program)")
     choice(config, "pipeline", pipeline.PIPELINES)
     require(is_int(config.env_threads) and config.env_threads >= 0, "env_threads",
             "must be an integer >= 0")

@@ -12,7 +12,10 @@
   Tests that start a subprocess (multi-process, entry points) set their own environment.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 import warnings
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -24,3 +27,13 @@ import jax
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 warnings.filterwarnings("error", category=DeprecationWarning, module=r"jax(\.|$)")
+
+# One persistent compilation cache for the session (a fresh directory each session): the
+# many tests that train the same program with another seed or another device split of the
+# same shapes compile it once. Subprocesses started by tests inherit it through the env.
+_CACHE_DIR = tempfile.mkdtemp(prefix="podracer-jax-cache-")
+os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)

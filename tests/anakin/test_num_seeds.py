@@ -21,6 +21,16 @@ def _config(**overrides):
     return c
 
 
+def _same_logged_values(one, mine):
+    """Every logged value of ``mine`` equals ``one``'s to 1e-5 relative (clock keys aside)."""
+    assert [r["update"] for r in mine] == [r["update"] for r in one]
+    for a, b in zip(one, mine):
+        for key, value in a.items():
+            if is_clock_key(key) or value is None:
+                continue
+            np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7, err_msg=key)
+
+
 @pytest.mark.parametrize("devices", [1, 4])
 def test_each_seed_equals_its_single_run(devices):
     if jax.device_count() < devices:
@@ -31,12 +41,23 @@ def test_each_seed_equals_its_single_run(devices):
     for s in range(3):
         one = train(_config(seed=s), None, mesh=mesh)
         mine = [r for r in many if r["seed"] == s]
-        assert [r["update"] for r in mine] == [r["update"] for r in one] == [2, 4]
-        for a, b in zip(one, mine):
-            for key, value in a.items():
-                if is_clock_key(key) or value is None:
-                    assert value is None or is_clock_key(key) or b[key] is None
-                    continue
-                # Batched (vmapped) GEMMs round differently from unbatched ones; near-zero
-                # cancellation terms (loss/policy) get an absolute floor.
-                np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7, err_msg=key)
+        assert [r["update"] for r in one] == [2, 4]
+        _same_logged_values(one, mine)
+
+
+def test_sweep_agents_equal_their_single_runs():
+    """A sweep of 2 learning rates x 1 entropy coefficient, crossed with 2 seeds: 4 agents
+    in one program, each equal to the plain run of its values and seed."""
+    config = _config(num_seeds=2)
+    config.sweep.learning_rate = (1e-3, 1e-4)
+    config.sweep.ent_coef = (0.05,)
+    mesh = data_mesh(jax.devices()[:1])
+    many = train(config, None, mesh=mesh)
+    tags = [(r["learning_rate"], r["ent_coef"], r["seed"]) for r in many[:4]]
+    assert tags == [(1e-3, 0.05, 0), (1e-3, 0.05, 1), (1e-4, 0.05, 0), (1e-4, 0.05, 1)]
+    finals = []
+    for lr, seed in [(1e-3, 0), (1e-4, 1)]:
+        one = train(_config(seed=seed, learning_rate=lr, ent_coef=0.05), None, mesh=mesh)
+        _same_logged_values(one, [r for r in many if (r["learning_rate"], r["seed"]) == (lr, seed)])
+        finals.append(one[-1]["loss/value"])
+    assert finals[0] != finals[1]  # the swept values reached the update

@@ -118,6 +118,15 @@ BAD = [
          "x 2 threads"),
     _row("sebulba", "num_actor_threads", 5, "24 envs do not split over 1 processes x 1 actor "
          "devices x 5 threads", field="num_envs"),
+    # Sweeps: only loss/optimizer scalars, each value valid on its own, Anakin only.
+    _row("anakin", "sweep.num_envs", (4, 8), "sets an array shape or the run's structure"),
+    _row("anakin", "sweep.num_minibatches", (1, 2), "sweepable fields: learning_rate"),
+    _row("anakin", "sweep.learning_rate", (1e-3, -1.0), "must be >= 0.0, got -1.0"),
+    _row("anakin", "sweep.gamma", (0.9, 1.5), "must be <= 1.0, got 1.5"),
+    _row("anakin", "sweep.ent_coef", ("a",), "values must be numbers"),
+    _row("anakin", "sweep.max_grad_norm", (0.5, 0.0), "swept values must be > 0"),
+    _row("sebulba", "sweep.learning_rate", (1e-3, 1e-4), "Sebulba trains one agent per run",
+         field="sweep"),
     # Multi-process fields (before the runtime joins).
     _row("distributed", "num_processes", 0, "must be a positive integer, got 0"),
     _row("distributed", "process_id", 1, "must be in [0, 1), got 1"),
