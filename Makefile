@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean setup
+.PHONY: demo test bench bench-minatar lint clean setup
 
 setup: $(STAMP)
 
@@ -25,6 +25,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.anakin_throughput
 	$(PY) -m benchmarks.sebulba_throughput
+
+# Anakin PPO on MinAtar Breakout for 10M env steps (about 15 min on 2 cores): curve + clock.
+bench-minatar: $(STAMP)
+	$(PY) -m benchmarks.minatar_breakout
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -17,29 +17,44 @@ Every timing is the best of its timed calls (the host may be shared; the mean tr
 is in the JSON too), after a warm-up or ahead-of-time compile.
 
 It also times the first update of the unmodified CartPole configs (build + init + first call,
-incl. compile), measured first so that little is compiled beforehand.
+incl. compile), measured first so that little is compiled beforehand, and gives:
 
-Run: ``python -m benchmarks.anakin_throughput [--num_envs=64,512,2048] [--json_out=f.json]``.
+- an op profile of the small-batch case (``--profile_envs``, default 4): for one rollout
+  step and one gradient step, each compiled on its own, the HLO instructions XLA runs
+  (after fusion; parameters, constants, tuples and bitcasts not counted), of which fusions
+  and dots, XLA's cost-analysis flops and bytes, and the best time per call (which includes
+  a jitted call's dispatch, ~10-30 us on CPU);
+- the agents table (``--num_seeds``, default 1,8,64,256 agents at ``--agents_envs`` 4 envs
+  each): total env steps/s of all agents of one program and the speed-up over one agent.
+
+Run: ``python -m benchmarks.anakin_throughput [--num_envs=4,64,512,2048] [--json_out=f.json]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import math
 import os
+import re
 import time
 
 import jax
 import jax.numpy as jnp
 
-from anakin.rollout import reset_envs
+from anakin.rollout import make_rollout_fn, reset_envs
 from anakin.train import AnakinRun, prepare
 from benchmarks.common import format_table, time_calls, timed
 from envs import registry
-from rlcore.learner import make_update_fn_for
+from rlcore.algorithms import make_algorithm
+from rlcore.entry import apply_xla_cpu_flags
+from rlcore.learner import make_gradient_step, make_update_fn_for
 
+PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
+AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
+                 "first call s")
 HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "train/env ratio",
            "rollout ms/update", "update ms/update", "other ms/update", "first call s")
 
@@ -48,7 +63,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     """Command-line flags."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env_id", default="CartPole-v1")
-    p.add_argument("--num_envs", default="64,512,2048", help="comma-separated env counts")
+    p.add_argument("--num_envs", default="4,64,512,2048", help="comma-separated env counts")
     p.add_argument("--num_steps", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3,
                    help="timed calls after warm-up (halved, rounded up, above 512 envs)")
@@ -56,11 +71,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="time the random-env scan for at least this long")
     p.add_argument("--first_update_configs", default="cartpole_ppo,cartpole_impala",
                    help="configs/<name>.py whose time to first update is measured ('' = none)")
+    p.add_argument("--profile_envs", type=int, default=4, help="env count of the op profile "
+                   "(0: none)")
+    p.add_argument("--num_seeds", default="1,8,64,256", help="agents per program in the "
+                   "agents table ('' = none)")
+    p.add_argument("--agents_envs", type=int, default=4, help="envs per agent, agents table")
     p.add_argument("--json_out", default="")
     return p.parse_args(argv)
 
 
-def bench_config(env_id: str, num_envs: int, num_steps: int):
+def bench_config(env_id: str, num_envs: int, num_steps: int, num_seeds: int = 1):
     """``configs/cartpole_ppo.py`` overridden to the benchmark sizes."""
     c = importlib.import_module("configs.cartpole_ppo").get_config()
     c.env_id = env_id
@@ -70,6 +90,7 @@ def bench_config(env_id: str, num_envs: int, num_steps: int):
     c.num_minibatches = 4
     c.num_epochs = 4
     c.updates_per_call = 10
+    c.num_seeds = num_seeds
     c.total_env_steps = max(c.total_env_steps, 1000 * num_envs * num_steps)
     return c
 
@@ -210,6 +231,71 @@ def bench_size(args, num_envs: int) -> dict:
     }
 
 
+# --- op profile and agents -------------------------------------------------------------
+
+OPCODE = re.compile(r"(?<![\w.\-])([a-z][a-z0-9\-]*)\(")  # after the shape: ``opcode(``
+SKIPPED_OPS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
+
+
+def hlo_summary(compiled) -> dict:
+    """Instructions of a compiled program outside fused computations (a fusion counts once,
+    its inside not; ``SKIPPED_OPS`` not counted), and its cost analysis."""
+    ops = fusions = dots = 0
+    in_fusion = False
+    for line in compiled.as_text().splitlines():
+        if line.endswith("{") and not line.startswith(" "):  # a computation starts
+            in_fusion = "fused" in line.split("(", 1)[0]
+            continue
+        if in_fusion or " = " not in line:
+            continue
+        found = OPCODE.search(line.split(" = ", 1)[1])
+        opcode = found.group(1) if found else ""
+        if found and opcode not in SKIPPED_OPS:
+            ops += 1
+            fusions += opcode == "fusion"
+            dots += opcode == "dot"
+    cost = compiled.cost_analysis() or {}
+    cost = cost[0] if isinstance(cost, list) else cost
+    return {"ops": ops, "fusions": fusions, "dots": dots, "flops": cost.get("flops", 0.0),
+            "bytes": cost.get("bytes accessed", 0.0)}
+
+
+def op_profile(args, num_envs: int) -> list[dict]:
+    """HLO summary and best time per call of one rollout step and one gradient step."""
+    config = bench_config(args.env_id, num_envs, args.num_steps)
+    run = AnakinRun(config)
+    state = run.init_state()
+    roots = (run.roots.action, run.roots.env)
+    env_ids = jnp.arange(num_envs)
+    one_step = make_rollout_fn(run.env, run.network.apply, 1)
+    rollout = make_rollout_fn(run.env, run.network.apply, config.num_steps)
+    traj = jax.jit(rollout)(state.learner.params, state.envs, roots, env_ids, 0)[1]
+    data = make_algorithm(config).prepare(state.learner.params, run.network.apply, traj)
+    batch = data.take_envs(jnp.arange(num_envs // config.num_minibatches))
+    grad_step = make_gradient_step(make_algorithm(config), run.network.apply, run.optimizer)
+    parts = [
+        ("rollout step", lambda p, e: one_step(p, e, roots, env_ids, 0)[0],
+         (state.learner.params, state.envs)),
+        (f"gradient step ({batch.advantages.size} samples)", grad_step,
+         ((state.learner.params, state.learner.opt_state), batch)),
+    ]
+    rows = []
+    for name, fn, fn_args in parts:
+        compiled = jax.jit(fn).lower(*fn_args).compile()
+        seconds = [timed(functools.partial(compiled, *fn_args))[1] for _ in range(200)]
+        rows.append({"part": name, **hlo_summary(compiled), "call_s": min(seconds)})
+    return rows
+
+
+def agents_timing(args, num_seeds: int) -> dict:
+    """Training steps/s of ``num_seeds`` agents of ``args.agents_envs`` envs in one program."""
+    run = AnakinRun(bench_config(args.env_id, args.agents_envs, args.num_steps, num_seeds))
+    train = train_timing(run, repeats_for(num_seeds * args.agents_envs, args.repeats))
+    steps = num_seeds * args.agents_envs * args.num_steps
+    return {"agents": num_seeds, "envs_per_agent": args.agents_envs,
+            "total_sps": steps / train["update_s"], "first_call_s": train["first_call_s"]}
+
+
 def first_update_s(name: str) -> dict:
     """Build + init + first call (incl. compile) of the unmodified ``configs/<name>.py``."""
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -230,8 +316,22 @@ def table_rows(results: list[dict]) -> list[list[str]]:
              ms(r["other_s"]), f"{r['first_call_s']:.1f}"] for r in results]
 
 
+def profile_rows(rows: list[dict]) -> list[list[str]]:
+    return [[r["part"], r["ops"], r["fusions"], r["dots"], f"{r['flops'] / 1e6:.3f}",
+             f"{r['bytes'] / 1e6:.3f}", f"{1e6 * r['call_s']:.0f}"] for r in rows]
+
+
+def agent_rows(rows: list[dict]) -> list[list[str]]:
+    one = rows[0]["total_sps"] / rows[0]["agents"]
+    return [[r["agents"], r["envs_per_agent"], f"{r['total_sps']:,.0f}",
+             f"{r['total_sps'] / r['agents']:,.0f}", f"{r['total_sps'] / one:.1f}",
+             f"{r['first_call_s']:.1f}"] for r in rows]
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    # As ``anakin.main`` does, before JAX starts: the CPU runtime flags of the config.
+    apply_xla_cpu_flags(bench_config(args.env_id, 4, args.num_steps))
     t0 = time.perf_counter()
     names = [n for n in args.first_update_configs.split(",") if n]
     first = [first_update_s(n) for n in names]
@@ -239,6 +339,11 @@ def main(argv=None) -> None:
     for n in (int(x) for x in args.num_envs.split(",")):
         results.append(bench_size(args, n))
         print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    profile = op_profile(args, args.profile_envs) if args.profile_envs else []
+    agents = []
+    for a in (int(x) for x in args.num_seeds.split(",") if x):
+        agents.append(agents_timing(args, a))
+        print(f"agents={a} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}, "
           f"load average at end {load}")
@@ -246,13 +351,19 @@ def main(argv=None) -> None:
     for f in first:
         print(f"time to first update, configs/{f['config']}.py: {f['seconds']:.1f} s "
               f"(first call of {f['updates_in_call']} updates: {f['first_call_s']:.1f} s)")
+    if profile:
+        print(f"\nop profile at {args.profile_envs} envs (one rollout step; one gradient step):")
+        print(format_table(PROFILE_HEADERS, profile_rows(profile)))
+    if agents:
+        print(f"\nagents in one program (num_seeds), {args.agents_envs} envs each:")
+        print(format_table(AGENT_HEADERS, agent_rows(agents)))
     print(f"total {time.perf_counter() - t0:.0f} s")
     if args.json_out:
         with open(args.json_out, "w") as fh:
             json.dump({"env_id": args.env_id, "num_steps": args.num_steps,
                        "device": str(jax.devices()[0]), "load_avg_end": os.getloadavg(),
-                       "results": results,
-                       "first_update": first}, fh, indent=2)
+                       "results": results, "first_update": first,
+                       "op_profile": profile, "agents": agents}, fh, indent=2)
 
 
 if __name__ == "__main__":

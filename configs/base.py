@@ -14,7 +14,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.seed = 0                      # every key and env seed derives from this
     c.env_id = "CartPole-v1"        # gymnax / own id (Anakin) or EnvPool id (Sebulba)
     c.algorithm = "ppo"             # ppo | impala
-    c.network = "mlp"               # mlp | nature_cnn | impala_resnet
+    c.network = "mlp"               # mlp | nature_cnn | impala_resnet | minatar_cnn
     c.total_env_steps = 500_000     # budget over all envs of all processes
     c.num_envs = 4                  # envs in all, over all processes, threads and devices
     c.num_steps = 128               # rollout length T
@@ -46,6 +46,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process
     c.num_seeds = 1                 # agents in one program, seeds seed..seed+num_seeds-1
+    # Host CPU runtime (read once, before JAX starts; no effect on GPU/TPU computations).
+    c.xla_cpu_multi_thread_eigen = False  # threaded XLA CPU GEMMs: slower at small batches
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices
     c.learner_device_ids = (0,)     # local devices that train (data-parallel)

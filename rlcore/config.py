@@ -196,12 +196,19 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
+    require(isinstance(config.xla_cpu_multi_thread_eigen, bool), "xla_cpu_multi_thread_eigen",
+            f"must be true or false, got {config.xla_cpu_multi_thread_eigen!r}")
     for field in ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update"):
         require(is_int(config.debug[field]), f"debug.{field}", "must be an integer")
 
 
 def _validate_network(config, spec: EnvSpec) -> None:
-    """Image networks need uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout)."""
+    """Networks get the observations they need: ``obs_ndim`` dims where a network states it,
+    uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout) for the image networks."""
+    ndim = getattr(NETWORKS[config.network], "obs_ndim", None)
+    require(ndim is None or len(spec.obs_shape) == ndim, "network",
+            f"{config.network} needs {ndim}-d observations; {config.env_id} gives "
+            f"{list(spec.obs_shape)}")
     if config.network in IMAGE_NETWORKS:
         require(spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3, "network",
                 f"{config.network} needs uint8 [C, H, W] frames; {config.env_id} gives "

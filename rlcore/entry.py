@@ -7,6 +7,7 @@ the field), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import traceback
@@ -29,6 +30,7 @@ def parse_flags(argv):
         flags.FLAGS["config"].value.to_dict()  # a config that failed to load raises here
         if not flags.FLAGS["verbosity"].present:  # library INFO chatter only when asked for
             logging.set_verbosity(logging.WARNING)
+        apply_xla_cpu_flags(flags.FLAGS["config"].value)
         return rest
     except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
         message = " ".join(str(e).split())
@@ -41,6 +43,16 @@ def parse_flags(argv):
             message = message.split(" Attempted")[0]
         print(f"config error: {field}: {message}", file=sys.stderr)
         sys.exit(2)
+
+
+def apply_xla_cpu_flags(config) -> None:
+    """Adds the config's XLA CPU runtime flags to ``XLA_FLAGS`` (read when JAX starts its
+    backends, so call this first); a flag already in ``XLA_FLAGS`` wins."""
+    value = config.get("xla_cpu_multi_thread_eigen")
+    current = os.environ.get("XLA_FLAGS", "")
+    if isinstance(value, bool) and "xla_cpu_multi_thread_eigen" not in current:
+        flag = f"--xla_cpu_multi_thread_eigen={str(value).lower()}"
+        os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
 
 
 def prepare(config, mode: ModeChecks) -> None:

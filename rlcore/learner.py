@@ -68,6 +68,31 @@ def scan_unroll(update_unroll: int) -> int | bool:
     return True if update_unroll == 0 else update_unroll
 
 
+def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
+                       optimizer: optax.GradientTransformation, axis_name: str | None = None):
+    """One optimizer step on one minibatch: ``((params, opt_state), batch) -> ((params,
+    opt_state), LossMetrics)``; gradients and metrics averaged over ``axis_name``."""
+    grad_fn = jax.value_and_grad(
+        lambda params, batch: algorithm.loss(params, apply_fn, batch, axis_name), has_aux=True)
+
+    def gradient_step(carry, batch):
+        params, opt_state = carry
+        if axis_name is not None:
+            # Differentiate per-device copies: under shard_map's replication typing the
+            # gradient of replicated params would otherwise arrive already summed over the
+            # axis (N times the mean); the pmean below then averages the local gradients.
+            local_params = jax.lax.pcast(params, axis_name, to="varying")
+            (_, metrics), grads = grad_fn(local_params, batch)
+            grads = jax.lax.pmean(grads, axis_name)
+            metrics = jax.lax.pmean(metrics, axis_name)
+        else:
+            (_, metrics), grads = grad_fn(params, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), metrics
+
+    return gradient_step
+
+
 def make_update_fn(
     algorithm: Algorithm,
     apply_fn: Callable,
@@ -94,23 +119,7 @@ def make_update_fn(
       ``update(state: LearnerState, trajectory: Trajectory [T, B_local], key) ->
       (LearnerState, LossMetrics)``, metrics averaged over steps (and devices).
     """
-    grad_fn = jax.value_and_grad(
-        lambda params, batch: algorithm.loss(params, apply_fn, batch, axis_name), has_aux=True)
-
-    def gradient_step(carry, batch):
-        params, opt_state = carry
-        if axis_name is not None:
-            # Differentiate per-device copies: under shard_map's replication typing the
-            # gradient of replicated params would otherwise arrive already summed over the
-            # axis (N times the mean); the pmean below then averages the local gradients.
-            local_params = jax.lax.pcast(params, axis_name, to="varying")
-            (_, metrics), grads = grad_fn(local_params, batch)
-            grads = jax.lax.pmean(grads, axis_name)
-            metrics = jax.lax.pmean(metrics, axis_name)
-        else:
-            (_, metrics), grads = grad_fn(params, batch)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), metrics
+    gradient_step = make_gradient_step(algorithm, apply_fn, optimizer, axis_name)
 
     def update(state: LearnerState, trajectory: Trajectory, key):
         data = algorithm.prepare(state.params, apply_fn, trajectory)

@@ -5,6 +5,12 @@
 - ``NatureCNN``: Mnih et al. 2015 torso (32x8x8/4, 64x4x4/2, 64x3x3/1, dense 512).
 - ``ImpalaResNet``: Espeholt et al. 2018 torso, channels 16/32/32, each stage conv 3x3,
   max-pool 3x3 stride 2 and two residual blocks, then dense 256.
+- ``MinAtarCNN``: the MinAtar network (Young & Tian 2019, arXiv 1903.03176): one 16x3x3
+  stride-1 VALID conv (computed as a dense layer over 3x3 patches) over the ``[H, W, C]``
+  object-channel grid, then dense 128, ReLU. MinAtar frames are 10x10 binary grids, one
+  channel per object kind; one small conv sees each cell's neighbourhood (ball next to
+  brick or paddle) with weights shared across the grid, where a flattened MLP has to learn
+  every position apart.
 
 Image networks take uint8 frame stacks ``[N, C, H, W]`` (EnvPool layout), scale to [0, 1]
 and move channels last. All take a batch ``[N, *obs_shape]`` and return ``logits``
@@ -110,8 +116,37 @@ class ImpalaResNet(nn.Module):
         return _Heads(self.num_actions)(x)
 
 
+def _patches_3x3(x):
+    """``[N, H, W, C] -> [N, H-2, W-2, 9C]``: every 3x3 neighbourhood, (dy, dx, c) order."""
+    h, w = x.shape[1] - 2, x.shape[2] - 2
+    return jnp.concatenate([x[:, dy:dy + h, dx:dx + w, :] for dy in range(3) for dx in range(3)],
+                           axis=-1)
+
+
+class MinAtarCNN(nn.Module):
+    """MinAtar conv torso with actor-critic heads. ``obs [N, H, W, C]`` (any dtype)."""
+
+    num_actions: int
+    features: int = 16
+    dense: int = 128
+    takes_frames: ClassVar[bool] = False
+    obs_ndim: ClassVar[int] = 3  # [H, W, C] grids (gymnax MinAtar layout)
+
+    @nn.compact
+    def __call__(self, obs):
+        x = _patches_3x3(obs.astype(jnp.float32))  # [N, H-2, W-2, 9C]
+        # The 3x3 VALID conv as a dense layer over the patches: the same function, run as
+        # one GEMM. XLA on CPU runs this 16-channel conv (and its gradient) inside the
+        # rollout and update loops far slower than the GEMM.
+        x = nn.relu(nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x))
+        x = x.reshape((x.shape[0], -1))
+        x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
+        return _Heads(self.num_actions)(x)
+
+
 # name -> module class; the config's ``network`` choices.
-NETWORKS = {"mlp": MLPActorCritic, "nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet}
+NETWORKS = {"mlp": MLPActorCritic, "nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet,
+            "minatar_cnn": MinAtarCNN}
 # Networks that need uint8 [C, H, W] frames (validation refuses them for other envs).
 IMAGE_NETWORKS = tuple(name for name, cls in NETWORKS.items() if cls.takes_frames)
 

@@ -37,6 +37,7 @@ def image_params():
         ("mlp", (4,), "float32", 2),  # CartPole
         ("mlp", (10, 10, 4), "float32", 6),  # MinAtar-like
         ("mlp", (10, 10, 4), "bool", 6),  # gymnax MinAtar observations are bool
+        ("minatar_cnn", (10, 10, 4), "bool", 3),
         ("nature_cnn", (4, 84, 84), "uint8", 6),
         ("impala_resnet", (4, 84, 84), "uint8", 6),
     ],
@@ -99,3 +100,20 @@ def test_image_network_head_scales(name, image_params):
     heads = image_params(name)["params"]["_Heads_0"]
     np.testing.assert_allclose(_col_norms(heads["policy"]["kernel"]), 0.01, rtol=1e-4)
     np.testing.assert_allclose(_col_norms(heads["value"]["kernel"]), 1.0, rtol=1e-4)
+
+
+def test_minatar_patches_dense_is_a_3x3_valid_conv():
+    """MinAtarCNN's first layer (a dense layer over 3x3 patches) equals ``lax.conv`` with
+    the same kernel reshaped to ``[3, 3, C, F]``."""
+    net = networks.MinAtarCNN(num_actions=3)
+    obs = jax.random.bernoulli(jax.random.key(1), 0.3, (N, 10, 10, 4))
+    params = net.init(jax.random.key(0), obs)
+    conv = params["params"]["conv"]
+    x = networks._patches_3x3(obs.astype(jnp.float32))
+    bias = conv["bias"].reshape(1, 1, 1, -1)
+    ours = x @ conv["kernel"] + bias
+    kernel = conv["kernel"].reshape(3, 3, 4, -1)  # (dy, dx, c) order of the patches
+    ref = jax.lax.conv_general_dilated(obs.astype(jnp.float32), kernel, (1, 1), "VALID",
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    assert ours.shape == ref.shape == (N, 8, 8, 16)
+    np.testing.assert_allclose(ours, ref + bias, rtol=1e-5, atol=1e-5)

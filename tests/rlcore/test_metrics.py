@@ -1,0 +1,59 @@
+"""Metrics for many agents: one line per agent with its tags, the console per variant, the
+summary per variant, TensorBoard tags TensorBoard accepts."""
+
+import json
+import os
+
+from rlcore.entry import print_summary
+from rlcore.metrics import MetricsLogger, _tb_prefix
+from rlcore.types import EpisodeSummary
+
+# Two learning rates x two seeds; returns 10, 20 (lr 0.001) and 30, 50 (lr 0.0001).
+TAGS = [{"learning_rate": 1e-3, "seed": 0}, {"learning_rate": 1e-3, "seed": 1},
+        {"learning_rate": 1e-4, "seed": 0}, {"learning_rate": 1e-4, "seed": 1}]
+RETURNS = [10.0, 20.0, 30.0, 50.0]
+
+
+def _log(logger, update):
+    agents = [({"loss/total": 1.0}, EpisodeSummary(return_sum=2 * r, length_sum=4.0, count=2),
+               tags) for r, tags in zip(RETURNS, TAGS)]
+    return logger.log_agents(update, 100 * update, agents, sps=1000.0)
+
+
+def test_one_line_per_agent_with_its_tags(tmp_path):
+    logger = MetricsLogger(str(tmp_path), total_updates=2, console=False)
+    _log(logger, 1)
+    logger.close()
+    with open(os.path.join(tmp_path, "metrics.jsonl")) as fh:
+        rows = [json.loads(line) for line in fh]
+    assert [(r["learning_rate"], r["seed"], r["episode_return"]) for r in rows] == [
+        (t["learning_rate"], t["seed"], ret) for t, ret in zip(TAGS, RETURNS)]
+
+
+def test_console_gives_the_return_per_variant(capsys):
+    logger = MetricsLogger(None, total_updates=2)
+    _log(logger, 1)
+    line = capsys.readouterr().err.strip()
+    assert "return learning_rate=0.001: 15.0, learning_rate=0.0001: 40.0" in line
+    assert "SPS 4,000" in line  # all agents' env steps
+    seeds_only = logger.progress_line([{**r, "seed": s} for s, r in enumerate(
+        [{"update": 1, "env_steps": 100, "wall_time": 1.0, "sps": 10.0, "episode_return": x}
+         for x in (1.0, 3.0)])])
+    assert "return 2.0 (1.0..3.0, 2 agents)" in seeds_only
+
+
+def test_summary_has_a_column_per_variant(capsys):
+    logger = MetricsLogger(None, total_updates=2, console=False)
+    rows = _log(logger, 1) + _log(logger, 2)
+    print_summary(rows)
+    out = capsys.readouterr().out
+    assert "learning_rate=0.001 | learning_rate=0.0001" in out
+    assert "200 ->     15.0 |     40.0" in out
+    assert "learning_rate=0.0001: best logged mean return 40.0; final 40.0" in out
+
+
+def test_tensorboard_tags_use_legal_characters():
+    prefix = _tb_prefix({"learning_rate": 1e-4, "seed": 3})
+    assert prefix == "learning_rate_0.0001/seed_3/"
+    assert set(prefix) <= set("abcdefghijklmnopqrstuvwxyz0123456789_.-/")
+    assert _tb_prefix({}) == ""
