@@ -65,11 +65,11 @@ class UpdateOutput:
 class AnakinRun:
     """The compiled pieces of one Anakin run: init, the K-update call, and the mesh.
 
-    ``num_seeds`` agents train in the same compiled call: the whole per-agent computation
+    Several agents (``num_seeds`` seeds, times the variants of ``config.sweep``; see
+    ``rlcore.sweep``) train in the same compiled call: the whole per-agent computation
     (rollout, update, env reset) is ``jax.vmap``ped over an agent axis (params are initialised
-    agent by agent), agent ``s`` with the roots of seed ``seed + s``, so it is the
-    single-agent run of that seed (up to XLA's batched kernels). One agent runs without the
-    vmap.
+    agent by agent), each agent with the roots of its seed and its swept values, so it is the
+    plain run of those (up to XLA's batched kernels). One agent runs without the vmap.
     """
 
     def __init__(self, config, mesh=None):

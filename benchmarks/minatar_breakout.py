@@ -23,6 +23,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workdir", default="runs/minatar_breakout")
     p.add_argument("--from_run", default="", help="plot and summarise this run directory")
     p.add_argument("--target", type=float, default=40.0)
+    p.add_argument("--select", default="", help="key=value: the agent of a many-agent run "
+                   "to read, e.g. learning_rate=0.005")
     return p.parse_args(argv)
 
 
@@ -38,10 +40,14 @@ def run(workdir: str) -> float:
     return time.perf_counter() - t0
 
 
-def read_curve(workdir: str) -> list[tuple[int, float, float]]:
-    """``[(env_steps, mean return, wall_time s)]`` from ``metrics.jsonl``."""
+def read_curve(workdir: str, select: str = "") -> list[tuple[int, float, float]]:
+    """``[(env_steps, mean return, wall_time s)]`` from ``metrics.jsonl``; ``select``
+    (``key=value``) keeps one agent's lines."""
     with open(os.path.join(workdir, "metrics.jsonl")) as fh:
         rows = [json.loads(line) for line in fh]
+    if select:
+        key, value = select.split("=", 1)
+        rows = [r for r in rows if key in r and float(r[key]) == float(value)]
     return [(r["env_steps"], r["episode_return"], r["wall_time"]) for r in rows
             if r.get("episode_return") is not None]
 
@@ -68,7 +74,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     workdir = args.from_run or args.workdir
     wall = None if args.from_run else run(workdir)
-    curve = read_curve(workdir)
+    curve = read_curve(workdir, args.select)
     n = len(curve)
     print("env steps -> mean episode return (wall s)")
     for i in sorted({0, n // 4, n // 2, 3 * n // 4, n - 1}):
@@ -80,7 +86,8 @@ def main(argv=None) -> None:
     print(f"best {max(r for _, r, _ in curve):.2f}; final {curve[-1][1]:.2f}; "
           f"wall-clock {wall if wall is not None else curve[-1][2]:.0f} s")
     path = os.path.join(workdir, "curve.png")
-    plot(curve, args.target, path, "Anakin PPO, Breakout-MinAtar (minatar_cnn, 128 envs)")
+    plot(curve, args.target, path, "Anakin PPO, Breakout-MinAtar (configs/minatar_breakout_ppo.py"
+         + (f", {args.select})" if args.select else ")"))
     print(f"plot: {path}")
 
 
