@@ -331,7 +331,7 @@ def agent_rows(rows: list[dict]) -> list[list[str]]:
 def main(argv=None) -> None:
     args = parse_args(argv)
     # As ``anakin.main`` does, before JAX starts: the CPU runtime flags of the config.
-    apply_xla_cpu_flags(bench_config(args.env_id, 4, args.num_steps))
+    apply_xla_cpu_flags(bench_config(args.env_id, args.agents_envs, args.num_steps))
     t0 = time.perf_counter()
     names = [n for n in args.first_update_configs.split(",") if n]
     first = [first_update_s(n) for n in names]

@@ -18,5 +18,4 @@ def get_config():
     c.num_actor_threads = 2         # per actor device, each with its own EnvPool
     c.num_envs = 128                # 64 per actor thread with 1 actor device
     c.update_unroll = 0             # unroll the conv-net gradient steps (10x faster on CPU)
-    c.xla_cpu_multi_thread_eigen = True  # conv nets on CPU: keep XLA's multi-threaded default
     return c

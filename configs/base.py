@@ -47,7 +47,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process
     c.num_seeds = 1                 # agents in one program, seeds seed..seed+num_seeds-1
     # Host CPU runtime (read once, before JAX starts; no effect on GPU/TPU computations).
-    c.xla_cpu_multi_thread_eigen = False  # threaded XLA CPU GEMMs: slower at small batches
+    c.xla_cpu_multi_thread_eigen = True  # XLA CPU GEMMs on the intra-op pool (XLA default)
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices
     c.learner_device_ids = (0,)     # local devices that train (data-parallel)
