@@ -63,7 +63,7 @@ def plot(curve, target: float, path: str, title: str) -> None:
     ax.axhline(target, color="grey", linestyle="--", label=f"target {target:g}")
     ax.set_xlabel("env steps (millions)")
     ax.set_ylabel("mean episode return")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -86,8 +86,9 @@ def main(argv=None) -> None:
     print(f"best {max(r for _, r, _ in curve):.2f}; final {curve[-1][1]:.2f}; "
           f"wall-clock {wall if wall is not None else curve[-1][2]:.0f} s")
     path = os.path.join(workdir, "curve.png")
-    plot(curve, args.target, path, "Anakin PPO, Breakout-MinAtar (configs/minatar_breakout_ppo.py"
-         + (f", {args.select})" if args.select else ")"))
+    title = "Anakin PPO on Breakout-MinAtar\nconfigs/minatar_breakout_ppo.py" + (
+        f", agent {args.select}" if args.select else "")
+    plot(curve, args.target, path, title)
     print(f"plot: {path}")
 
 

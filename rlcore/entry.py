@@ -17,8 +17,7 @@ from absl import flags, logging
 from rlcore import distributed
 from rlcore.config import ModeChecks, validate, validate_distributed
 from rlcore.errors import ConfigError
-from rlcore.metrics import group_by_variant
-from rlcore.sweep import SWEEPABLE
+from rlcore.metrics import group_by_variant, variant_keys
 
 
 def parse_flags(argv):
@@ -94,10 +93,8 @@ def run_main(config, workdir, mode: ModeChecks, train) -> None:
 def print_summary(rows) -> None:
     """A short learning-curve summary: return at a few points of the run. With several
     agents the return is their mean per log step; with a sweep, one column per variant."""
-    tag_keys = [k for k in ("seed", *SWEEPABLE) if rows and k in rows[0]]
-    variant_keys = [k for k in tag_keys if k != "seed"]
-    groups = (group_by_variant(rows, variant_keys) if variant_keys
-              else [("mean episode return", rows)])
+    keys = variant_keys(rows[0]) if rows else []
+    groups = group_by_variant(rows, keys) if keys else [("mean episode return", rows)]
     curves = [(label, _mean_curve(group)) for label, group in groups]
     steps = sorted({s for _, curve in curves for s in curve})
     if not steps:

@@ -17,6 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
+from rlcore.sweep import SWEEPABLE
 from rlcore.types import EpisodeSummary
 
 CLOCK_WORDS = ("time", "sps", "wall")
@@ -96,7 +97,6 @@ class MetricsLogger:
             sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
         self._last = (now, env_steps)
         rows = []
-        variant_keys = [k for k in agents[0][2] if k != "seed"]
         for scalars, episodes, tags in agents:
             ep_return, ep_length = episodes.means()
             row = dict(tags)
@@ -112,7 +112,7 @@ class MetricsLogger:
             rows.append(row)
             self._write(row, tags)
         if self.console:
-            print(self.progress_line(rows, variant_keys), file=sys.stderr, flush=True)
+            print(self.progress_line(rows, variant_keys(rows[0])), file=sys.stderr, flush=True)
         return rows
 
     def _write(self, row: dict, tags: Mapping) -> None:
@@ -157,6 +157,11 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def variant_keys(row: Mapping) -> list[str]:
+    """The swept fields a metrics line carries (what tells its variant apart), in order."""
+    return [k for k in row if k in SWEEPABLE]
 
 
 def group_by_variant(rows, variant_keys) -> list[tuple[str, list[dict]]]:
