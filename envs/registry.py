@@ -1,15 +1,25 @@
-"""Env ids to env adapters.
+"""Env ids to env adapters, for both architectures.
 
-Two kinds of id:
+Libraries: ``gymnax`` (every discrete-action id of ``gymnax.registered_envs``:
+``CartPole-v1``, ``Breakout-MinAtar``, ``Catch-bsuite``, ...), ``own`` (our jittable envs,
+``OWN_ENVS``: ``Catch``) and ``envpool`` (EnvPool's Atari ``-v5`` ids and ``CartPole-v1``,
+``Acrobot-v1``). gymnax and own envs are jittable; EnvPool envs run on host threads.
 
-- JaxEnv ids (Anakin): every discrete-action id of ``gymnax.registered_envs``
-  (``CartPole-v1``, ``Breakout-MinAtar``, ``Catch-bsuite``, ...) and our own jittable envs
-  (``OWN_ENVS``: ``Catch-own``).
-- HostEnv ids (Sebulba): EnvPool's Atari ``-v5`` ids and ``CartPole-v1``, ``Acrobot-v1``.
+An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is the one rule:
 
-``CartPole-v1`` and ``Acrobot-v1`` are both. An id of neither kind raises
-``rlcore.errors.ConfigError`` listing close matches over all known ids. The env libraries are
-imported on first use, so resolving a JaxEnv id never imports EnvPool and vice versa.
+- ``gymnax:NAME``, ``own:NAME``, ``envpool:NAME``: that library's env ``NAME``. Anakin
+  refuses ``envpool:`` (it runs jittable envs only); Sebulba runs all three.
+- A bare id resolves to the mode's native library. Own envs also have the bare id
+  ``NAME-own`` (``Catch-own`` is ``own:Catch``).
+  - Anakin: own, else gymnax. A bare EnvPool-only id (``Breakout-v5``) is refused.
+  - Sebulba: EnvPool where EnvPool has the id (bare ``CartPole-v1`` is EnvPool's
+    CartPole), else own or gymnax (``Breakout-MinAtar``, ``Catch-own``), served on a host
+    CPU device through ``envs.jax_host.JaxHostEnv``. Where EnvPool is not installed every
+    bare id resolves as in Anakin.
+
+An id that resolves nowhere raises ``rlcore.errors.ConfigError`` listing close matches over
+every spelling the mode accepts, bare and prefixed. The env libraries are imported on first
+use, so resolving a jittable id never imports EnvPool and vice versa.
 """
 
 from __future__ import annotations
@@ -17,11 +27,17 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from envs.base import HostEnv, JaxEnv
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
+
+ANAKIN, SEBULBA = "anakin", "sebulba"
+GYMNAX, OWN, ENVPOOL = "gymnax", "own", "envpool"
+LIBRARIES = (GYMNAX, OWN, ENVPOOL)
+JITTABLE = (GYMNAX, OWN)
+OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
 
 
 def _make_catch(**overrides: Any) -> JaxEnv:
@@ -30,22 +46,27 @@ def _make_catch(**overrides: Any) -> JaxEnv:
     return CatchEnv(**overrides)
 
 
-# Our own jittable envs: id -> factory(**overrides).
-OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch-own": _make_catch}
+# Our own jittable envs: name -> factory(**overrides); ids ``own:NAME`` and ``NAME-own``.
+OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch}
 
+
+class Resolved(NamedTuple):
+    """Where an env id leads: ``library`` (``gymnax``, ``own`` or ``envpool``) and the env's
+    ``name`` in that library (own envs without the ``-own`` suffix)."""
+
+    library: str
+    name: str
 
 
 @functools.cache
-def jax_env_ids() -> tuple[str, ...]:
-    """Ids ``make_jax_env`` accepts: discrete gymnax ids, then our own."""
-    from envs.gymnax import discrete_gymnax_ids
+def library_ids(library: str) -> tuple[str, ...]:
+    """The names ``library`` has (EnvPool's: empty where EnvPool is not installed)."""
+    if library == GYMNAX:
+        from envs.gymnax import discrete_gymnax_ids
 
-    return (*discrete_gymnax_ids(), *OWN_ENVS)
-
-
-@functools.cache
-def host_env_ids() -> tuple[str, ...]:
-    """Ids ``make_host_env`` accepts (EnvPool); empty where EnvPool is not installed."""
+        return tuple(discrete_gymnax_ids())
+    if library == OWN:
+        return tuple(OWN_ENVS)
     try:
         from envs import envpool as envpool_adapter
     except ImportError:
@@ -53,35 +74,137 @@ def host_env_ids() -> tuple[str, ...]:
     return tuple(envpool_adapter.host_env_ids())
 
 
+def jax_env_ids() -> tuple[str, ...]:
+    """Bare ids of the jittable envs: discrete gymnax ids, then own ones (``Catch-own``)."""
+    return (*library_ids(GYMNAX), *(n + OWN_SUFFIX for n in library_ids(OWN)))
+
+
+def host_env_ids() -> tuple[str, ...]:
+    """EnvPool's ids (empty where EnvPool is not installed)."""
+    return library_ids(ENVPOOL)
+
+
+def split_prefix(env_id: str) -> tuple[str | None, str]:
+    """``"gymnax:CartPole-v1" -> ("gymnax", "CartPole-v1")``; a bare id has prefix None."""
+    prefix, sep, name = env_id.partition(":")
+    return (prefix, name) if sep else (None, env_id)
+
+
+def _bare(env_id: str, mode: str) -> Resolved | None:
+    """Where a bare id leads in ``mode``, refused or not (None: no library has it).
+
+    Sebulba looks in EnvPool first; Anakin looks in EnvPool last (and ``resolve`` refuses it).
+    """
+    if mode == SEBULBA and env_id in library_ids(ENVPOOL):
+        return Resolved(ENVPOOL, env_id)
+    if env_id.endswith(OWN_SUFFIX) and env_id[: -len(OWN_SUFFIX)] in library_ids(OWN):
+        return Resolved(OWN, env_id[: -len(OWN_SUFFIX)])
+    if env_id in library_ids(GYMNAX):
+        return Resolved(GYMNAX, env_id)
+    if env_id in library_ids(ENVPOOL):
+        return Resolved(ENVPOOL, env_id)
+    return None
+
+
+def _parse(env_id: str, mode: str) -> Resolved | None:
+    """Where ``env_id`` leads in ``mode``, refused or not (None: unknown)."""
+    prefix, name = split_prefix(env_id)
+    if prefix is None:
+        return _bare(env_id, mode)
+    if prefix in LIBRARIES and name in library_ids(prefix):
+        return Resolved(prefix, name)
+    return None
+
+
+def resolve(env_id: str, mode: str) -> Resolved:
+    """The library and name ``env_id`` resolves to in ``mode`` (the module docstring's rule).
+
+    Args:
+      env_id: ``library:name`` or a bare id.
+      mode: ``"anakin"`` or ``"sebulba"``.
+
+    Returns:
+      ``Resolved(library, name)``, e.g. ``("envpool", "CartPole-v1")`` for bare
+      ``CartPole-v1`` in Sebulba, ``("gymnax", "CartPole-v1")`` in Anakin.
+
+    Raises:
+      ConfigError: ``env_id`` is unknown, has continuous actions, or names an EnvPool env
+        in Anakin; the message lists close matches.
+    """
+    if mode not in (ANAKIN, SEBULBA):
+        raise ValueError(f"mode: must be {ANAKIN!r} or {SEBULBA!r}, got {mode!r}")
+    resolved = _parse(env_id, mode)
+    if resolved is None:
+        raise _unknown(env_id, mode)
+    if mode == ANAKIN and resolved.library == ENVPOOL:
+        matches = ", ".join(_close(env_id, accepted_ids(ANAKIN))) or "none"
+        raise ConfigError(f"env_id: '{env_id}' is not a jittable (Anakin) env: it is "
+                          f"EnvPool's (Sebulba); close matches: {matches}")
+    return resolved
+
+
+def _unknown(env_id: str, mode: str) -> ConfigError:
+    """ConfigError for an id that leads nowhere in ``mode``, with close matches."""
+    from envs.gymnax import CONTINUOUS_GYMNAX_IDS
+
+    prefix, name = split_prefix(env_id)
+    if prefix in (None, GYMNAX) and name in CONTINUOUS_GYMNAX_IDS:
+        return ConfigError(f"env_id: '{env_id}' has continuous actions; need discrete")
+    matches = ", ".join(_close(env_id, accepted_ids(mode))) or "none"
+    return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
+
+
+@functools.cache
+def accepted_ids(mode: str) -> tuple[str, ...]:
+    """Every spelling ``mode`` runs: bare ids, then ``library:name`` ones."""
+    libraries = JITTABLE if mode == ANAKIN else LIBRARIES
+    bare = (*library_ids(ENVPOOL), *jax_env_ids()) if mode == SEBULBA else jax_env_ids()
+    prefixed = (f"{lib}:{n}" for lib in libraries for n in library_ids(lib))
+    return tuple(dict.fromkeys((*bare, *prefixed)))
+
+
+def _close(env_id: str, ids: tuple[str, ...]) -> list[str]:
+    return difflib.get_close_matches(env_id, list(ids), n=5, cutoff=0.6)
+
+
 def is_jax_env(env_id: str) -> bool:
-    """Whether ``env_id`` names a jittable env (Anakin)."""
-    return env_id in jax_env_ids()
+    """Whether Anakin runs ``env_id`` (a jittable env)."""
+    return _accepts(env_id, ANAKIN)
 
 
 def is_host_env(env_id: str) -> bool:
-    """Whether ``env_id`` names an EnvPool env (Sebulba)."""
-    return env_id in host_env_ids()
+    """Whether Sebulba runs ``env_id`` (EnvPool, or a jittable env through JaxHostEnv)."""
+    return _accepts(env_id, SEBULBA)
+
+
+def _accepts(env_id: str, mode: str) -> bool:
+    try:
+        resolve(env_id, mode)
+    except ConfigError:
+        return False
+    return True
 
 
 def check_jax_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless ``env_id`` is a jittable env id."""
-    if not is_jax_env(env_id):
-        raise _unknown(env_id, "jittable (Anakin)", tuple(jax_env_ids()))
+    """Raises ConfigError (with close matches) unless Anakin runs ``env_id``."""
+    resolve(env_id, ANAKIN)
 
 
 def check_host_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless ``env_id`` is an EnvPool env id."""
-    if not is_host_env(env_id):
-        raise _unknown(env_id, "host (EnvPool, Sebulba)", tuple(host_env_ids()))
+    """Raises ConfigError (with close matches) unless Sebulba runs ``env_id``."""
+    resolve(env_id, SEBULBA)
 
 
 def jax_env_spec(env_id: str) -> EnvSpec:
-    """The EnvSpec of the jittable env ``env_id``; compiles nothing."""
+    """The EnvSpec of ``env_id`` in Anakin; compiles nothing."""
     return make_jax_env(env_id).spec
 
 
 def host_env_spec(env_id: str) -> EnvSpec:
-    """The EnvSpec of the EnvPool env ``env_id`` (from a 1-env probe)."""
+    """The EnvSpec of ``env_id`` in Sebulba (EnvPool: from a 1-env probe)."""
+    library, name = resolve(env_id, SEBULBA)
+    if library in JITTABLE:
+        return _make_jittable(library, name).spec
     env = make_host_env(env_id, 1, seed=0)
     try:
         return env.spec
@@ -89,29 +212,21 @@ def host_env_spec(env_id: str) -> EnvSpec:
         env.close()
 
 
-def _unknown(env_id: str, kind: str, kind_ids: tuple[str, ...]) -> Exception:
-    """ConfigError for an id that is not of ``kind``, with close matches over all ids."""
-    from envs.gymnax import CONTINUOUS_GYMNAX_IDS
+def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
+    """The jittable env ``name`` of ``library`` (``gymnax`` or ``own``)."""
+    if library == OWN:
+        return OWN_ENVS[name](**overrides)
+    from envs.gymnax import GymnaxEnv
 
-    if env_id in CONTINUOUS_GYMNAX_IDS:
-        return ConfigError(f"env_id: '{env_id}' has continuous actions; need discrete")
-    all_ids = list(dict.fromkeys((*jax_env_ids(), *host_env_ids())))
-    if env_id in all_ids:
-        hint = f"close matches of this kind: {', '.join(_close(env_id, kind_ids)) or 'none'}"
-        return ConfigError(f"env_id: '{env_id}' is not a {kind} env; {hint}")
-    matches = ", ".join(_close(env_id, all_ids)) or "none"
-    return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
-
-
-def _close(env_id: str, ids: Any) -> list[str]:
-    return difflib.get_close_matches(env_id, list(ids), n=5, cutoff=0.6)
+    return GymnaxEnv(name, **overrides)
 
 
 def make_jax_env(env_id: str, **overrides: Any) -> JaxEnv:
-    """Makes a jittable single env (``vmap`` it for a batch).
+    """Makes a jittable single env (``vmap`` it for a batch), resolved as in Anakin.
 
     Args:
-      env_id: one of ``jax_env_ids()``.
+      env_id: e.g. ``"CartPole-v1"``, ``"gymnax:CartPole-v1"``, ``"own:Catch"``,
+        ``"Catch-own"``.
       **overrides: gymnax ``EnvParams`` fields (e.g. ``max_steps_in_episode``), or the own
         env's constructor arguments (e.g. ``max_steps`` for ``Catch-own``).
 
@@ -119,15 +234,9 @@ def make_jax_env(env_id: str, **overrides: Any) -> JaxEnv:
       A JaxEnv.
 
     Raises:
-      ConfigError: ``env_id`` is not a JaxEnv id.
+      ConfigError: Anakin does not run ``env_id`` (see ``resolve``).
     """
-    if env_id in OWN_ENVS:
-        return OWN_ENVS[env_id](**overrides)
-    if not is_jax_env(env_id):
-        raise _unknown(env_id, "jittable (Anakin)", jax_env_ids())
-    from envs.gymnax import GymnaxEnv
-
-    return GymnaxEnv(env_id, **overrides)
+    return _make_jittable(*resolve(env_id, ANAKIN), **overrides)
 
 
 def make_host_env(
@@ -139,31 +248,34 @@ def make_host_env(
     num_threads: int = 0,
     **overrides: Any,
 ) -> HostEnv:
-    """Makes a synchronous EnvPool batch; env ``i`` is seeded ``seed + first_env_index + i``.
+    """Makes a synchronous batch of host envs, resolved as in Sebulba.
+
+    Env ``i`` is seeded from its global index ``first_env_index + i``: EnvPool seed
+    ``seed + first_env_index + i``; a jittable env by the key rule of ``envs.jax_host``.
 
     Args:
-      env_id: one of ``host_env_ids()``.
+      env_id: e.g. ``"CartPole-v1"`` (EnvPool), ``"Breakout-MinAtar"``,
+        ``"gymnax:CartPole-v1"``, ``"Catch-own"``.
       num_envs: envs in this pool.
       seed: run seed.
       first_env_index: global index of this pool's env 0.
-      num_threads: EnvPool worker threads (0: EnvPool's default).
-      **overrides: EnvPool options (replace the Atari defaults).
+      num_threads: EnvPool worker threads (0: EnvPool's default); ignored by jittable envs.
+      **overrides: EnvPool options (replace the Atari defaults), or ``make_jax_env``'s
+        overrides for a jittable env.
 
     Returns:
-      A HostEnv (``envs.envpool.EnvPoolEnv``).
+      A HostEnv: ``envs.envpool.EnvPoolEnv`` or ``envs.jax_host.JaxHostEnv``.
 
     Raises:
-      ConfigError: ``env_id`` is not a HostEnv id.
+      ConfigError: Sebulba does not run ``env_id`` (see ``resolve``).
     """
-    if not is_host_env(env_id):
-        raise _unknown(env_id, "host (EnvPool, Sebulba)", host_env_ids())
+    library, name = resolve(env_id, SEBULBA)
+    if library in JITTABLE:
+        from envs.jax_host import JaxHostEnv
+
+        return JaxHostEnv(_make_jittable(library, name, **overrides), num_envs, seed=seed,
+                          first_env_index=first_env_index)
     from envs.envpool import EnvPoolEnv
 
-    return EnvPoolEnv(
-        env_id,
-        num_envs,
-        seed=seed,
-        first_env_index=first_env_index,
-        num_threads=num_threads,
-        **overrides,
-    )
+    return EnvPoolEnv(name, num_envs, seed=seed, first_env_index=first_env_index,
+                      num_threads=num_threads, **overrides)

@@ -1,12 +1,15 @@
-"""Env id resolution."""
+"""Env id resolution: library prefixes, each mode's native library, close matches."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from envs import registry
 from envs.catch import CatchEnv
+from envs.envpool import EnvPoolEnv
 from envs.gymnax import GymnaxEnv
+from envs.jax_host import JaxHostEnv
 from rlcore.errors import ConfigError
 
 
@@ -24,31 +27,135 @@ def test_unknown_id_lists_close_match():
 def test_wrong_kind_is_config_error():
     with pytest.raises(ConfigError, match="not a jittable.*Breakout-MinAtar"):
         registry.make_jax_env("Breakout-v5")
-    with pytest.raises(ConfigError, match="not a host"):
-        registry.make_host_env("Catch-own", 2, seed=0)
     with pytest.raises(ConfigError, match="continuous"):
         registry.make_jax_env("Pendulum-v1")
+    with pytest.raises(ConfigError, match="continuous"):
+        registry.make_host_env("gymnax:Pendulum-v1", 2, seed=0)
+
+
+@pytest.mark.parametrize("env_id, anakin, sebulba", [
+    ("CartPole-v1", ("gymnax", "CartPole-v1"), ("envpool", "CartPole-v1")),
+    ("gymnax:CartPole-v1", ("gymnax", "CartPole-v1"), ("gymnax", "CartPole-v1")),
+    ("envpool:CartPole-v1", None, ("envpool", "CartPole-v1")),
+    ("Breakout-MinAtar", ("gymnax", "Breakout-MinAtar"), ("gymnax", "Breakout-MinAtar")),
+    ("Breakout-v5", None, ("envpool", "Breakout-v5")),
+    ("envpool:Pong-v5", None, ("envpool", "Pong-v5")),
+    ("Catch-own", ("own", "Catch"), ("own", "Catch")),
+    ("own:Catch", ("own", "Catch"), ("own", "Catch")),
+    ("Catch-bsuite", ("gymnax", "Catch-bsuite"), ("gymnax", "Catch-bsuite")),
+])
+def test_resolution_rule(env_id, anakin, sebulba):
+    """A prefix names the library; a bare id goes to the mode's native one (Sebulba:
+    EnvPool where it has the id, else jittable); Anakin refuses EnvPool."""
+    assert registry.resolve(env_id, "sebulba") == sebulba
+    assert registry.is_host_env(env_id)
+    if anakin is None:
+        with pytest.raises(ConfigError, match=r"not a jittable \(Anakin\) env: it is EnvPool's"):
+            registry.resolve(env_id, "anakin")
+        with pytest.raises(ConfigError, match="not a jittable"):
+            registry.check_jax_env_id(env_id)
+        assert not registry.is_jax_env(env_id)
+    else:
+        assert registry.resolve(env_id, "anakin") == anakin
+        registry.check_jax_env_id(env_id)
+        assert registry.is_jax_env(env_id)
+    registry.check_host_env_id(env_id)
+
+
+def test_envpool_prefix_in_anakin_suggests_the_jittable_twin():
+    with pytest.raises(ConfigError, match=r"'envpool:CartPole-v1' is not a jittable.*"
+                                          r"close matches: .*gymnax:CartPole-v1"):
+        registry.make_jax_env("envpool:CartPole-v1")
+
+
+@pytest.mark.parametrize("env_id, mode, expected", [
+    ("gymnax:CartPol-v1", "anakin", "gymnax:CartPole-v1"),
+    ("gymnax:CartPol-v1", "sebulba", "gymnax:CartPole-v1"),
+    ("own:Cach", "sebulba", "own:Catch"),
+    ("own:Catch-own", "anakin", "own:Catch"),
+    ("gym:CartPole-v1", "anakin", "gymnax:CartPole-v1"),
+    ("envpool:Breakout-v4", "sebulba", "envpool:Breakout-v5"),
+    ("CartPol-v1", "sebulba", "envpool:CartPole-v1"),
+])
+def test_unknown_prefixed_id_lists_prefixed_close_matches(env_id, mode, expected):
+    with pytest.raises(ConfigError, match=r"env_id: unknown env '.*'; close matches: ") as e:
+        registry.resolve(env_id, mode)
+    matches = str(e.value).split("close matches: ")[1].split(", ")
+    assert expected in matches, matches
+    if mode == "anakin":
+        assert not any(m.startswith("envpool:") for m in matches)
+
+
+def test_anakin_close_matches_never_suggest_envpool():
+    with pytest.raises(ConfigError) as e:
+        registry.resolve("envpool:CartPole-v2", "anakin")
+    assert "envpool:" not in str(e.value).split("close matches: ")[1]
+
+
+def test_bad_mode_is_a_value_error():
+    with pytest.raises(ValueError, match="mode"):
+        registry.resolve("CartPole-v1", "podracer")
 
 
 def test_known_ids_resolve():
     assert isinstance(registry.make_jax_env("CartPole-v1"), GymnaxEnv)
+    assert isinstance(registry.make_jax_env("gymnax:CartPole-v1"), GymnaxEnv)
     catch = registry.make_jax_env("Catch-own", max_steps=7)
     assert isinstance(catch, CatchEnv) and catch.max_steps == 7
+    assert isinstance(registry.make_jax_env("own:Catch"), CatchEnv)
     assert registry.make_jax_env("Breakout-MinAtar").spec.obs_shape == (10, 10, 4)
-    for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-MinAtar", "Catch-bsuite", "Catch-own"):
+    for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-MinAtar", "Catch-bsuite", "Catch-own",
+                   "own:Catch", "gymnax:Acrobot-v1"):
         assert registry.is_jax_env(env_id), env_id
-    for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-v5", "Pong-v5"):
+    for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-v5", "Pong-v5", "Breakout-MinAtar",
+                   "Catch-own", "own:Catch", "gymnax:CartPole-v1", "envpool:Acrobot-v1"):
         assert registry.is_host_env(env_id), env_id
     assert not registry.is_jax_env("Breakout-v5")
-    assert not registry.is_host_env("Breakout-MinAtar")
+    assert not registry.is_jax_env("envpool:CartPole-v1")
     assert not registry.is_host_env("HalfCheetah-v5")  # a MuJoCo -v5 id is not Atari
     assert not registry.is_jax_env("Pendulum-v1")
+    assert not registry.is_host_env("gymnax:Pendulum-v1")
 
 
 def test_make_host_env_delegates_to_envpool():
-    env = registry.make_host_env("CartPole-v1", 2, seed=3, first_env_index=4)
+    for env_id in ("CartPole-v1", "envpool:CartPole-v1"):
+        env = registry.make_host_env(env_id, 2, seed=3, first_env_index=4)
+        try:
+            assert isinstance(env, EnvPoolEnv), env_id
+            assert env.num_envs == 2 and env.spec.num_actions == 2
+            assert env.reset().obs.shape == (2, 4)
+        finally:
+            env.close()
+
+
+@pytest.mark.parametrize("env_id, overrides, obs_shape, num_actions", [
+    ("gymnax:CartPole-v1", {"max_steps_in_episode": 20}, (4,), 2),
+    ("Breakout-MinAtar", {}, (10, 10, 4), 3),
+    ("Catch-own", {"max_steps": 5}, (50,), 3),
+    ("own:Catch", {}, (50,), 3),
+])
+def test_make_host_env_serves_jittable_envs(env_id, overrides, obs_shape, num_actions):
+    env = registry.make_host_env(env_id, 3, seed=0, first_env_index=2, num_threads=4,
+                                 **overrides)
     try:
-        assert env.num_envs == 2 and env.spec.num_actions == 2
-        assert env.reset().obs.shape == (2, 4)
+        assert isinstance(env, JaxHostEnv) and env.num_envs == 3 and env.first_env_index == 2
+        assert env.spec == registry.host_env_spec(env_id) == registry.jax_env_spec(env_id)
+        assert env.spec.obs_shape == obs_shape and env.spec.num_actions == num_actions
+        ts = env.reset()
+        assert ts.obs.shape == (3, *obs_shape)
+        ts = env.step(np.zeros(3, np.int32))
+        assert ts.reward.shape == (3,) and ts.reward.dtype == np.float32
     finally:
         env.close()
+
+
+def test_host_overrides_reach_the_jittable_env():
+    env = registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, max_steps_in_episode=3)
+    try:
+        env.reset()
+        flags = [env.step(np.array([0, 1])).truncated.all() for _ in range(3)]
+        assert flags == [False, False, True]
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="no env params"):
+        registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, max_steps=3)

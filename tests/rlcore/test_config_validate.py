@@ -94,7 +94,8 @@ BAD = [
          "CartPole-v1"),
     _row("sebulba", "env_id", "Breakout-v4", "close matches: Breakout-v5"),
     _row("anakin", "env_id", "Breakout-v5", "is not a jittable (Anakin) env"),
-    _row("sebulba", "env_id", "Breakout-MinAtar", "is not a host (EnvPool, Sebulba) env"),
+    _row("sebulba", "env_id", "envpool:Breakout-MinAtar", "unknown env"),
+    _row("anakin", "env_id", "envpool:CartPole-v1", "is not a jittable (Anakin) env"),
     _row("anakin", "env_id", "Pendulum-v1", "continuous actions"),
     _row("anakin", "debug.nan_at_update", 1.5, "must be an integer"),
     # Anakin's own fields.
