@@ -91,3 +91,71 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
         return carry, traj, summary
 
     return rollout
+
+
+@struct.dataclass
+class EvalCarry:
+    """The loop state of an evaluation: envs, their observations, the step counter and the
+    first episode of each env (``[B]`` leaves)."""
+
+    state: JaxEnvState
+    obs: jax.Array
+    t: jax.Array
+    done: jax.Array
+    ret: jax.Array
+    length: jax.Array
+
+
+def varying(tree, axis_name: str):
+    """``tree`` with every leaf typed as varying over ``axis_name`` (inside shard_map)."""
+    def cast(x):
+        if axis_name in jax.typeof(x).manual_axis_type.varying:
+            return x
+        return jax.lax.pcast(x, axis_name, to="varying")
+
+    return jax.tree.map(cast, tree)
+
+
+def make_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int, axis_name: str | None = None):
+    """Builds ``evaluate(params, root, env_ids, update) -> EpisodeSummary``: greedy
+    (argmax) episodes, the first one of each env ``env_ids [B]``.
+
+    The envs are reset from ``per_env_keys(root, env_ids, update)`` folded with 0, and step
+    ``t`` draws with that key folded with ``t + 1`` (``root``: ``Roots.eval``, a stream that
+    training never uses). The loop ends when every env finished an episode, or after
+    ``max_steps`` steps (unfinished envs do not count). Returns this device's sums. Under
+    ``shard_map`` pass the mesh ``axis_name`` the envs are spread over.
+    """
+    step_envs = jax.vmap(env.step)
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+
+    def evaluate(params, root, env_ids, update) -> EpisodeSummary:
+        keys = per_env_keys(root, env_ids, update)
+        state, ts = jax.vmap(env.reset)(fold(keys, 0))
+        zeros = jnp.zeros(env_ids.shape, jnp.float32)
+        init = EvalCarry(state=state, obs=ts.obs, t=jnp.int32(0),
+                         done=jnp.zeros(env_ids.shape, bool), ret=zeros, length=zeros)
+        if axis_name is not None:  # the loop's carry must vary over the axis as its outputs do
+            init = init.replace(t=None)
+            init = varying(init, axis_name).replace(t=jnp.int32(0))
+
+        def running(c: EvalCarry):
+            return (c.t < max_steps) & ~jnp.all(c.done)
+
+        def step(c: EvalCarry) -> EvalCarry:
+            logits, _ = apply_fn(params, c.obs)
+            action = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+            state, ts = step_envs(c.state, action, fold(keys, c.t + 1))
+            ended = (ts.terminated | ts.truncated) & ~c.done
+            return EvalCarry(
+                state=state, obs=ts.obs, t=c.t + 1, done=c.done | ended,
+                ret=jnp.where(ended, state.stats.completed_return, c.ret),
+                length=jnp.where(ended, state.stats.completed_length.astype(jnp.float32),
+                                 c.length))
+
+        c = jax.lax.while_loop(running, step, init)
+        return EpisodeSummary(return_sum=jnp.sum(jnp.where(c.done, c.ret, 0.0)),
+                              length_sum=jnp.sum(jnp.where(c.done, c.length, 0.0)),
+                              count=jnp.sum(c.done.astype(jnp.int32)))
+
+    return evaluate

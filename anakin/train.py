@@ -10,7 +10,6 @@ env states sharded) and ``updates_per_call`` updates run inside one jitted call.
 from __future__ import annotations
 
 import functools
-import sys
 import time
 
 import jax
@@ -18,7 +17,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
-from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
+from anakin.rollout import EnvCarry, make_eval_fn, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore import distributed, entry, sweep
 from rlcore.checkpoint import SignalFlag
@@ -33,6 +32,7 @@ from rlcore.config import (
 )
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
+from rlcore.metrics import eval_scalars
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.rundir import RunDir
@@ -56,10 +56,12 @@ class AnakinState:
 
 @struct.dataclass
 class UpdateOutput:
-    """Per-update outputs of a call, each leaf ``[K]`` for K updates."""
+    """Per-update outputs of a call, each leaf ``[K]`` for K updates; ``evals`` holds the
+    greedy evaluation episodes after the update (zeros where it did not evaluate)."""
 
     loss: LossMetrics
     episodes: EpisodeSummary
+    evals: EpisodeSummary
 
 
 class AnakinRun:
@@ -92,6 +94,7 @@ class AnakinRun:
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update)
         self.update = make_update_fn_for(first, self.network.apply, self.optimizer, AXIS)
+        self.evaluate = make_eval_fn(self.env, self.network.apply, config.eval_max_steps, AXIS)
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None
@@ -113,10 +116,32 @@ class AnakinRun:
         return make_update_fn_for(config, self.network.apply,
                                   optimizer_for(config, self.derived.optimizer_steps), AXIS)
 
-    def _env_ids(self):
-        """Global indices of this device's envs ``[B_local]`` (inside shard_map)."""
-        n = self.derived.envs_per_shard
+    def _env_ids(self, n=None):
+        """Global indices of this device's ``n`` envs ``[n]`` (default: its training envs)
+        inside shard_map."""
+        n = self.derived.envs_per_shard if n is None else n
         return jax.lax.axis_index(AXIS) * n + jnp.arange(n)
+
+    def _evaluations(self, learner: LearnerState, roots: Roots) -> EpisodeSummary:
+        """Greedy episodes of every agent after its update ``u`` when ``eval_every`` divides
+        ``u`` (zeros otherwise, or when evaluation is off); sums over devices. The branch is
+        taken outside the agents' vmap, so that it is skipped, not masked."""
+        every = self.config.eval_every
+        ids = self._env_ids(self.config.eval_episodes // self.num_devices)
+
+        def run(_):
+            per_agent = self.per_agent(lambda p, r: self.evaluate(p, r.eval, ids, u))
+            return jax.lax.psum(per_agent(learner.params, roots), AXIS)
+
+        u = learner.update.reshape(-1)[0]
+        lead = () if self.num_agents == 1 else (self.num_agents,)
+        shape = (jax.eval_shape(run, None) if every else
+                 jax.eval_shape(lambda: EpisodeSummary(jnp.zeros(lead), jnp.zeros(lead),
+                                                       jnp.zeros(lead, jnp.int32))))
+        zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
+        if not every:
+            return zeros(None)
+        return jax.lax.cond(u % every == 0, run, zeros, None)
 
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""
@@ -148,10 +173,11 @@ class AnakinRun:
             learner, loss = self.agent_update_fn(values)(
                 state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
-            return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes)
+            return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes, None)
 
         def one_update(state: AnakinState):
-            return self.per_agent(agent_update)(state, roots, values)
+            state, out = self.per_agent(agent_update)(state, roots, values)
+            return state, out.replace(evals=self._evaluations(state.learner, roots))
 
         out_shape = jax.eval_shape(one_update, state)[1]
 
@@ -212,15 +238,14 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                 out = distributed.to_host(out)
                 per_update_s = (time.perf_counter() - t_call) / k
                 if t0 is not None:
-                    print(f"first call ({k} updates, incl. compile) done after "
-                          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+                    rundir.first_call_done(k, time.perf_counter() - t0)
                     t0 = None
                 for i in range(k):
                     row = jax.tree.map(lambda x, i=i: x[i], out)
                     rows = [row] if run.num_agents == 1 else [
                         jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
-                    scalars = [{**r.loss.scalars(), "time/update_s": per_update_s}
-                               for r in rows]
+                    scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
+                                "time/update_s": per_update_s} for r in rows]
                     rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
                                   sps=run.derived.steps_per_update / per_update_s)
                 # A collective in multi-process runs: every process, after every call.
@@ -243,7 +268,11 @@ def check_fields(config, counts: DeviceCounts) -> int:
     positive_int(config, "num_seeds")
     require(config.num_seeds == 1 or config.seed + config.num_seeds <= MAX_SEED, "num_seeds",
             f"seeds {config.seed}..{config.seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
-    return n or counts.devices
+    shards = n or counts.devices
+    require(not is_int(config.eval_episodes) or config.eval_episodes % shards == 0,
+            "eval_episodes", f"{config.eval_episodes} episodes do not split over {shards} "
+            "devices")
+    return shards
 
 
 # What validation needs of Anakin: its fields, jittable env ids and their specs.

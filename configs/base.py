@@ -12,7 +12,8 @@ from rlcore.sweep import sweep_fields
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0                      # every key and env seed derives from this
-    c.env_id = "CartPole-v1"        # gymnax / own id (Anakin) or EnvPool id (Sebulba)
+    c.env_id = "CartPole-v1"        # bare: Anakin gymnax/own, Sebulba EnvPool if it has it;
+    #                                 or name the library: gymnax:, envpool:, own:Catch
     c.algorithm = "ppo"             # ppo | impala
     c.network = "mlp"               # mlp | nature_cnn | impala_resnet | minatar_cnn
     c.total_env_steps = 500_000     # budget over all envs of all processes
@@ -42,6 +43,10 @@ def get_config() -> ml_collections.ConfigDict:
     # Logging and checkpoints (in updates).
     c.log_every = 10               # a metrics line every this many updates
     c.checkpoint_every = 0          # 0: only at the end and on signals
+    # Evaluation during training: greedy episodes on envs with seeds of their own.
+    c.eval_every = 0               # in updates; 0: off
+    c.eval_episodes = 8            # episodes per evaluation, over all devices
+    c.eval_max_steps = 100_000     # cap on an evaluation's env steps (episodes end sooner)
     # Anakin.
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process

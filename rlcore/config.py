@@ -184,6 +184,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     for field in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "clip_rho",
                   "clip_pg_rho"):
         number(config, field, lo=0.0)
+    require(is_int(config.eval_every) and config.eval_every >= 0, "eval_every",
+            f"must be an integer >= 0 (0: off), got {config.eval_every!r}")
+    positive_int(config, "eval_episodes")
+    positive_int(config, "eval_max_steps")
     require(is_int(config.update_unroll) and config.update_unroll >= 0,
             "update_unroll", "must be an integer >= 0 (0: fully unrolled)")
     check_env_id(config.env_id)

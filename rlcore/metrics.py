@@ -159,6 +159,13 @@ class MetricsLogger:
             self._tb = None
 
 
+def eval_scalars(evals: EpisodeSummary) -> dict[str, float]:
+    """``eval/episode_return`` and ``eval/episode_length`` of an update that evaluated
+    (empty for one that did not: no episode)."""
+    ret, length = evals.means()
+    return {} if ret is None else {"eval/episode_return": ret, "eval/episode_length": length}
+
+
 def variant_keys(row: Mapping) -> list[str]:
     """The swept fields a metrics line carries (what tells its variant apart), in order."""
     return [k for k in row if k in SWEEPABLE]

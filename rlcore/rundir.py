@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import time
 from typing import Mapping
 
 import numpy as np
@@ -31,8 +32,15 @@ from rlcore.types import EpisodeSummary
 RESUMABLE_CHANGES = frozenset({
     "log_every", "checkpoint_every", "queue_timeout_s", "debug", "coordinator_address",
     "process_id", "env_threads", "updates_per_call", "num_devices", "actor_device_ids",
-    "learner_device_ids", "num_actor_threads",
+    "learner_device_ids", "num_actor_threads", "eval_every", "eval_episodes", "eval_max_steps",
 })
+
+
+def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:
+    """Per key, the mean over the updates of a log window that have it (evaluation keys
+    come only from the updates that evaluated)."""
+    keys = list(dict.fromkeys(k for w in window for k in w))
+    return {k: float(np.mean([w[k] for w in window if k in w])) for k in keys}
 
 
 class RunDir:
@@ -60,6 +68,7 @@ class RunDir:
         # Per agent: the open window's per-update scalars and its ended episodes.
         self._windows: list[list[Mapping[str, float]]] = [[] for _ in self._tags]
         self._episodes = [EpisodeSummary.zero() for _ in self._tags]
+        self._timing: dict = {}
 
     def restore_or(self, fresh_state):
         """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``;
@@ -111,7 +120,7 @@ class RunDir:
         if update % self.config.log_every == 0 or update == self.total:
             agents = []
             for window, ep, tags in zip(self._windows, self._episodes, self._tags):
-                means = {k: float(np.mean([w[k] for w in window])) for k in window[0]}
+                means = window_means(window)
                 agents.append((means, ep, tags))
             self.logger.log_agents(update, update * self.steps_per_update, agents, sps=sps)
             self._windows = [[] for _ in self._tags]
@@ -147,12 +156,33 @@ class RunDir:
             with open(self._log_state_path(update), "w") as f:
                 json.dump(agents[0] if len(agents) == 1 else {"agents": agents}, f)
 
+    def first_call_done(self, updates: int, seconds: float) -> None:
+        """Reports the run's first call (``updates`` updates, compile included) on the console
+        and keeps it for ``timing.json``."""
+        noun = "update" if updates == 1 else "updates"
+        print(f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s",
+              file=sys.stderr)
+        self._timing = {"first_call_updates": int(updates), "first_call_s": float(seconds)}
+
+    def _write_timing(self) -> None:
+        """``timing.json``: the first call and the whole training time since the sinks
+        opened (``train_s``), over updates ``start_update .. end_update``, so that a reader
+        can tell compile time from steady-state time."""
+        if not (self.workdir and self.main and self._timing and self.history):
+            return
+        timing = dict(self._timing, start_update=self.logger.start_update,
+                      end_update=self.history[-1]["update"],
+                      train_s=time.perf_counter() - self.logger.start)
+        with open(os.path.join(self.workdir, "timing.json"), "w") as f:
+            json.dump(timing, f)
+
     @property
     def history(self) -> list[dict]:
         return self.logger.history if self.logger is not None else []
 
     def close(self) -> None:
         if self.logger is not None:
+            self._write_timing()
             self.logger.close()
         if self.ckpt is not None:
             self.ckpt.close()

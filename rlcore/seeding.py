@@ -7,7 +7,14 @@ threads, devices and processes:
 - action of env ``i`` at step ``t`` of update ``u``: ``per_env_keys(roots.action, i, u, t)``;
 - jittable env step / reset of env ``i``: ``per_env_keys(roots.env, i, u, t)``;
 - learner update ``u``: ``fold_in(roots.update, u)``;
-- host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``.
+- host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``;
+- evaluation during training (``eval_every``): jittable eval env ``i`` at the evaluation
+  after update ``u``: ``per_env_keys(roots.eval, i, u)`` (its own stream, ``EVAL_STREAM``);
+  host eval pools (Sebulba) get the integer seed ``eval_host_seed(seed)``, outside every
+  training env seed;
+- host-served jittable env ``i`` (``envs.jax_host``, a gymnax or own env in Sebulba): keys
+  from ``host_env_seed(seed, start_update)`` and ``i`` (see that module), so the same rule of
+  global indices holds there.
 """
 
 from __future__ import annotations
@@ -29,11 +36,21 @@ class Roots:
     action: jax.Array
     env: jax.Array
     update: jax.Array
+    eval: jax.Array
 
     @classmethod
     def from_seed(cls, seed: int) -> "Roots":
         base = jax.random.key(seed)
-        return cls(*(jax.random.fold_in(base, i) for i in range(4)))
+        return cls(*(jax.random.fold_in(base, i) for i in range(4)),
+                   eval=jax.random.fold_in(base, EVAL_STREAM))
+
+
+# Fold of ``key(seed)`` for evaluation envs (0..3: the training roots; 4: host-served
+# jittable envs, ``envs.jax_host.HOST_ENV_STREAM``).
+EVAL_STREAM = 5
+# Host eval pools are seeded from here up: above every training host seed
+# (``host_env_seed`` < 2**31 - 2**24; a fresh run's ``seed + i`` < 2**30 + num_envs).
+EVAL_HOST_SEED_BASE = 2**31 - 2**24
 
 
 def per_env_keys(root, env_ids, *path):
@@ -94,3 +111,10 @@ def host_env_seed(seed: int, start_update: int = 0) -> int:
     if start_update == 0:
         return seed
     return (seed * 1_000_003 + start_update * 7_919_111) % (2**31 - 2**24)
+
+
+def eval_host_seed(seed: int) -> int:
+    """Integer seed of a host evaluation pool (env ``i`` gets ``eval_host_seed + i``), never
+    a training env's seed: ``EVAL_HOST_SEED_BASE + seed % 2**23`` (int32 for up to 2**23
+    eval envs)."""
+    return EVAL_HOST_SEED_BASE + int(seed) % 2**23

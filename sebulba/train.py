@@ -1,4 +1,7 @@
-"""Sebulba: EnvPool envs on host threads, policy on actor devices, data-parallel learner.
+"""Sebulba: host envs, policy on actor devices, data-parallel learner.
+
+Host envs are EnvPool pools or jittable envs served on a host CPU device
+(``envs.jax_host.JaxHostEnv``); ``envs.registry.resolve(env_id, "sebulba")`` picks which.
 
 (Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
 2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues that the
@@ -31,15 +34,17 @@ from rlcore.config import (
     require,
 )
 from rlcore.learner import init_learner_state
+from rlcore.metrics import eval_scalars
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.rundir import RunDir
-from rlcore.seeding import Roots, host_env_seed
+from rlcore.seeding import Roots, eval_host_seed, host_env_seed
 from rlcore.sweep import swept
 from rlcore.types import LearnerState
 from sebulba import learner as sl
 from sebulba import pipeline
 from sebulba.actor import Actor, ActorSpec, make_policy_fn
+from sebulba.eval_pool import EvalPool
 from sebulba.layout import make_layout
 
 JOIN_TIMEOUT_S = 30.0
@@ -77,7 +82,8 @@ def check_fields(config, counts: DeviceCounts) -> int:
     return counts.processes * len(config.learner_device_ids)
 
 
-# What validation needs of Sebulba: its fields, EnvPool ids and their specs.
+# What validation needs of Sebulba: its fields, the ids it runs (EnvPool ones and jittable
+# ones through JaxHostEnv, see envs.registry) and their specs.
 MODE = ModeChecks(name="sebulba", check_fields=check_fields,
                   check_env_id=registry.check_host_env_id, env_spec=registry.host_env_spec)
 
@@ -100,6 +106,17 @@ class SebulbaRun:
         self.learner_step = sl.make_learner_step(
             config, self.network.apply, self.optimizer, self.layout, self.roots)
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
+
+    def make_eval_pool(self) -> EvalPool | None:
+        """The evaluation envs (seeds ``eval_host_seed(seed)``) and greedy policy on the
+        first actor device; None when ``eval_every`` is 0."""
+        cfg = self.config
+        if not cfg.eval_every:
+            return None
+        env = registry.make_host_env(cfg.env_id, cfg.eval_episodes,
+                                     seed=eval_host_seed(cfg.seed), num_threads=cfg.env_threads)
+        return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
+                        cfg.eval_max_steps)
 
     def init_state(self) -> LearnerState:
         init = functools.partial(init_learner_state, self.network, self.optimizer,
@@ -154,6 +171,7 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     start = int(distributed.to_host(state.update))
     stop = pipeline.StopControl()
     server = pipeline.ParamsServer(run.layout.actor_devices)
+    evaluator = run.make_eval_pool()
     server.publish(start, state.params)
     actors: list = []
     t0 = time.perf_counter()
@@ -174,10 +192,15 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                 out = distributed.to_host(out)
                 learn_s = time.perf_counter() - t_learn
                 if t0 is not None:
-                    print(f"first update done after {time.perf_counter() - t0:.1f} s",
-                          file=sys.stderr)
+                    rundir.first_call_done(1, time.perf_counter() - t0)
                     t0 = None
-                rundir.record(u + 1, _scalars(out, items, wait_s, learn_s), out.episodes)
+                evals = {}
+                if evaluator is not None and (u + 1) % config.eval_every == 0:
+                    _, params, _ = server.get(u + 1, run.layout.actor_devices[0], stop,
+                                              config.queue_timeout_s)
+                    evals = eval_scalars(evaluator.run(params))
+                rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
+                              out.episodes)
                 # A collective in multi-process runs: every process, after every update.
                 exit_code = distributed.agree_on_exit_code(flag.exit_code)
                 rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
@@ -190,6 +213,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
             _join(actors)
         finally:
             rundir.close()
+            if evaluator is not None:
+                evaluator.close()
     stop.raise_if_failed()
     return rundir.history
 
