@@ -1,0 +1,276 @@
+"""Ablations: which architecture, which pipeline, at what cost, as one command.
+
+``python -m benchmarks.ablate --suite=architectures --seeds=3 --out=DIR`` runs every cell of
+the suite (``benchmarks.ablate_suites``) as its own ``python -m anakin.main`` /
+``sebulba.main`` process, each in ``DIR/runs/<cell>``, then writes into ``DIR``:
+
+- ``results.csv``: one row per run (seed), with the fields that vary between cells;
+- ``results.md``: the suite's tables;
+- PNG plots: return against env steps and against wall-clock (mean line and 95% band over
+  seeds), SPS as bars and, for Sebulba cells, stage times as stacked bars.
+
+A progress bar (tqdm) counts the cells. It resumes: a cell whose run directory holds
+``cell.json`` (written once its program exited 0) is not run again; a cell interrupted
+half-way starts over. A failed cell is reported with its log file and the others still run
+(exit code 1 at the end). Several suites: ``--suite=architectures,pipelines``, each in
+``DIR/<suite>`` then. ``--budget_scale`` multiplies every env-step budget (tests and the
+notebooks run tiny suites with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from benchmarks import ablate_report as report
+from benchmarks.ablate_suites import SUITES, Cell, suite_cells
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True,
+                   help=f"one or more of {', '.join(SUITES)}, comma-separated")
+    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 of every cell")
+    p.add_argument("--out", required=True, help="output directory (resumed if it exists)")
+    p.add_argument("--budget_scale", type=float, default=1.0,
+                   help="multiplies every env-step budget (at least 2 updates a run)")
+    p.add_argument("--cell_timeout_s", type=float, default=3600.0,
+                   help="a cell running longer is stopped and counted as failed")
+    p.add_argument("--cells", default="", help="only the cells whose name matches this "
+                   "regular expression (e.g. '^anakin-')")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    suites = [s for s in args.suite.split(",") if s]
+    for s in suites:
+        if s not in SUITES:
+            p.exit(2, f"config error: suite: unknown '{s}' (expected {', '.join(SUITES)})\n")
+    if args.seeds < 1:
+        p.exit(2, f"config error: seeds: must be >= 1, got {args.seeds}\n")
+    if not args.budget_scale > 0:
+        p.exit(2, f"config error: budget_scale: must be > 0, got {args.budget_scale}\n")
+    try:
+        args.cells_re = re.compile(args.cells)
+    except re.error as e:
+        p.exit(2, f"config error: cells: not a regular expression ({e})\n")
+    args.suites = suites
+    return args
+
+
+# --- running cells -------------------------------------------------------------------------
+
+
+def _format_value(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def cell_command(cell: Cell, workdir: str) -> list[str]:
+    """The command line of ``cell``'s program."""
+    overrides = [f"--config.{k}={_format_value(v)}" for k, v in cell.overrides]
+    return [sys.executable, "-m", f"{cell.mode}.main",
+            f"--config={os.path.join(REPO, 'configs', cell.config)}", f"--workdir={workdir}",
+            *overrides]
+
+
+def cell_env(cell: Cell) -> dict:
+    """The environment of ``cell``'s program: the caller's, with ``fake_devices`` fake CPU
+    devices when the cell asks for them and none otherwise."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    flags = FAKE_DEVICES_FLAG.sub("", env.get("XLA_FLAGS", "")).strip()
+    if cell.fake_devices:
+        flags = f"{flags} --xla_force_host_platform_device_count={cell.fake_devices}".strip()
+        env["JAX_PLATFORMS"] = "cpu"
+    if flags:
+        env["XLA_FLAGS"] = flags
+    else:
+        env.pop("XLA_FLAGS", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def cell_dir(out: str, cell: Cell) -> str:
+    return os.path.join(out, "runs", cell.name)
+
+
+def is_done(out: str, cell: Cell) -> bool:
+    return os.path.exists(os.path.join(cell_dir(out, cell), "cell.json"))
+
+
+def run_cell(cell: Cell, out: str, timeout_s: float) -> tuple[bool, str]:
+    """Runs ``cell`` from scratch in its run directory; ``cell.json`` marks success.
+
+    Returns:
+      ``(ok, log path)``; the program's stdout and stderr are in the log.
+    """
+    workdir = cell_dir(out, cell)
+    shutil.rmtree(workdir, ignore_errors=True)  # a cell interrupted half-way starts over
+    os.makedirs(workdir)
+    log_path = os.path.join(workdir, "log.txt")
+    t0 = time.perf_counter()
+    with open(log_path, "w") as log:
+        try:
+            proc = subprocess.run(cell_command(cell, workdir), cwd=REPO, env=cell_env(cell),
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    if code != 0:
+        return False, log_path
+    with open(os.path.join(workdir, "cell.json"), "w") as f:
+        json.dump({"name": cell.name, "command": cell_command(cell, workdir),
+                   "seconds": time.perf_counter() - t0}, f, indent=1)
+    return True, log_path
+
+
+def run_suite(cells: list[Cell], out: str, *, timeout_s: float, progress: bool) -> list[str]:
+    """Runs the cells not done yet; returns the failure messages."""
+    from tqdm import tqdm
+
+    done = [c for c in cells if is_done(out, c)]
+    todo = [c for c in cells if not is_done(out, c)]
+    failures = []
+    bar = tqdm(total=len(cells), initial=len(done), unit="run", desc=cells[0].suite,
+               disable=not progress, dynamic_ncols=True, file=sys.stderr)
+    with bar:
+        for cell in todo:
+            bar.set_postfix_str(cell.name)
+            ok, log_path = run_cell(cell, out, timeout_s)
+            if not ok:
+                failures.append(f"{cell.name} failed; its log: {log_path}")
+                bar.write(f"{failures[-1]}", file=sys.stderr)
+            bar.update(1)
+    return failures
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def load_records(cells: list[Cell], out: str) -> tuple[list[dict], dict]:
+    """Records of every finished cell, and ``rows_of(record)`` -> that run's metric rows."""
+    records, rows_by_run = [], {}
+    for cell in cells:
+        if not is_done(out, cell):
+            continue
+        rows, timing = report.read_run_dir(cell_dir(out, cell))
+        for rec in report.run_records(cell, rows, timing):
+            rows_by_run[(rec["cell"], rec["seed"])] = [
+                r for r in rows if r.get("seed", rec["seed"]) == rec["seed"]]
+            records.append(rec)
+    return records, rows_by_run
+
+
+def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
+    """Writes results.csv, results.md and the plots of ``suite``; returns the files."""
+    records, rows_by_run = load_records(cells, out)
+    if not records:
+        return []
+    csv_path = os.path.join(out, "results.csv")
+    report.write_csv(csv_path, records)
+    files = [csv_path]
+    png = lambda name: os.path.join(out, f"{name}.png")  # noqa: E731
+    sebulba = [r for r in records if r["arch"] == "sebulba"]
+    if suite == "architectures":
+        sections = [("Architectures", report.architectures_table(records)),
+                    ("Sebulba stage times (s per update)",
+                     report.stages_table(sebulba, ("env", "algorithm")))]
+        line_fields = ("arch", "algorithm")
+        files += [
+            report.plot_returns(png("return_vs_env_steps"), records, "env", line_fields, 0,
+                                "Anakin vs Sebulba: return against env steps"),
+            report.plot_returns(png("return_vs_wall_clock"), records, "env", line_fields, 1,
+                                "Anakin vs Sebulba: return against wall-clock"),
+            report.plot_sps(png("sps"), records, ARCH_SPS_FIELDS,
+                            "Steady-state SPS per agent (this machine)"),
+            report.plot_stages(png("sebulba_stage_times"), sebulba, ("env", "algorithm"),
+                               "Sebulba stage times per update"),
+        ]
+    elif suite == "pipelines":
+        spreads = report.pipeline_spreads(records, lambda r: rows_by_run[(r["cell"], r["seed"])])
+        sections = [("Pipelines", report.pipelines_table(records, spreads))]
+        fields = ("pipeline", "jitter_ms", "threads")
+        files += [
+            report.plot_returns(png("return_vs_env_steps"), records, "pipeline",
+                                ("jitter_ms", "threads"), 0,
+                                "Sebulba pipelines under actor jitter: return against env "
+                                "steps"),
+            report.plot_sps(png("sps"), records, fields, "Sebulba SPS per pipeline, jitter "
+                            "and actor threads"),
+            report.plot_stages(png("sebulba_stage_times"), records, fields,
+                               "Sebulba stage times per update"),
+        ]
+    elif suite == "devices":
+        sections = [("Device splits", report.devices_table(records)),
+                    ("Stage times (s per update)", report.stages_table(records, ("split",)))]
+        files += [
+            report.plot_sps(png("sps"), records, ("split",),
+                            "Sebulba SPS per actor+learner split (4 fake CPU devices)"),
+            report.plot_stages(png("sebulba_stage_times"), records, ("split",),
+                               "Sebulba stage times per actor+learner split"),
+        ]
+    else:  # atari-smoke
+        sections = [("Atari smoke (Breakout-v5)",
+                     report.stages_table(records, ("algorithm",)))]
+        files += [
+            report.plot_sps(png("sps"), records, ("algorithm",), "Sebulba Breakout-v5 SPS"),
+            report.plot_stages(png("sebulba_stage_times"), records, ("algorithm",),
+                               "Sebulba Breakout-v5 stage times per update"),
+        ]
+    missing = [c.name for c in cells if not is_done(out, c)]
+    md_path = os.path.join(out, "results.md")
+    with open(md_path, "w") as f:
+        f.write(f"# Ablation suite `{suite}`\n\n")
+        f.write(f"{len(records)} runs; machine: {machine_line()}.\n")
+        if missing:
+            f.write(f"\nNot finished: {', '.join(missing)}.\n")
+        for title, body in sections:
+            f.write(f"\n## {title}\n\n{body}\n")
+        f.write("\n## Plots\n\n" + "".join(f"![{os.path.basename(p)}]({os.path.basename(p)})\n"
+                                          for p in files if p.endswith(".png")))
+    return files + [md_path]
+
+
+ARCH_SPS_FIELDS = ("env", "algorithm", "arch")
+
+
+def machine_line() -> str:
+    cores = os.cpu_count()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{cores} CPU cores, load average {load} at the end"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    failures = []
+    for suite in args.suites:
+        out = args.out if len(args.suites) == 1 else os.path.join(args.out, suite)
+        os.makedirs(out, exist_ok=True)
+        cells = [c for c in suite_cells(suite, args.seeds, args.budget_scale)
+                 if args.cells_re.search(c.name)]
+        if not cells:
+            print(f"config error: cells: no cell of suite {suite} matches '{args.cells}'",
+                  file=sys.stderr)
+            return 2
+        t0 = time.perf_counter()
+        failures += run_suite(cells, out, timeout_s=args.cell_timeout_s,
+                              progress=not args.no_progress)
+        files = write_report(suite, cells, out)
+        print(f"{suite}: {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote "
+              f"{', '.join(os.path.basename(f) for f in files)} in {out}")
+    for f in failures:
+        print(f, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The ablation harness: suite definitions, the statistics of its report, and a tiny
+end-to-end run that resumes."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import ablate, ablate_report, ablate_suites
+from tests.helpers import REPO
+
+# Fields that must be equal between the two architectures of one (env, algorithm) setting.
+MATCHED = ("env_id", "algorithm", "network", "num_envs", "num_steps", "num_epochs",
+           "num_minibatches", "learning_rate", "anneal_lr", "optimizer", "adam_eps",
+           "max_grad_norm", "total_env_steps", "gamma", "gae_lambda", "clip_eps", "clip_vloss",
+           "norm_adv", "vf_coef", "ent_coef", "vtrace_lambda", "clip_rho", "clip_pg_rho",
+           "log_every")
+
+
+def _config(cell):
+    c = importlib.import_module(f"configs.{cell.config[:-3]}").get_config()
+    c.update_from_flattened_dict(dict(cell.overrides))
+    return c
+
+
+def test_architectures_cells_have_matched_hyperparameters():
+    cells = ablate_suites.suite_cells("architectures", num_seeds=2)
+    anakin = [c for c in cells if c.mode == "anakin"]
+    assert len(anakin) == 4 and len(cells) == 4 * 3
+    for a in anakin:
+        ca = _config(a)
+        assert ca.num_seeds == 2 and a.seeds == (0, 1)
+        twins = [c for c in cells if c.mode == "sebulba" and c.fields[1:] == a.fields[1:]]
+        assert [t.seeds for t in twins] == [(0,), (1,)]
+        for t in twins:
+            cs = _config(t)
+            for field in MATCHED:
+                va, vs = ca[field], cs[field]
+                if field == "env_id":  # the same gymnax env, named for each mode
+                    va, vs = va.split(":")[-1], vs.split(":")[-1]
+                assert va == vs, (a.name, t.name, field)
+
+
+def test_suites_cover_the_issue_grid():
+    pipes = ablate_suites.suite_cells("pipelines", 1)
+    assert {(c.field("pipeline"), c.field("jitter_ms"), c.field("threads")) for c in pipes} == {
+        (p, j, t) for p in ("sync", "cleanba", "async") for j in (0, 10, 50) for t in (1, 2)}
+    assert {c.field("split") for c in ablate_suites.suite_cells("devices", 1)} == {
+        "1+1", "1+3", "2+2"}
+    atari = ablate_suites.suite_cells("atari-smoke", 1)
+    assert {c.field("algorithm") for c in atari} == {"ppo", "impala"}
+    names = [c.name for s in ablate_suites.SUITES for c in ablate_suites.suite_cells(s, 3)]
+    assert len(names) == len(set(names))
+    with pytest.raises(ValueError, match="suite"):
+        ablate_suites.suite_cells("nope", 1)
+
+
+def test_budget_scale_keeps_two_updates():
+    sizes = (("num_envs", 8), ("num_steps", 16))
+    assert dict(ablate_suites.budget_overrides(sizes, 1280, 1.0)) == {
+        "total_env_steps": 1280, "log_every": 1}
+    assert dict(ablate_suites.budget_overrides(sizes, 1280, 1e-6))["total_env_steps"] == 256
+
+
+def test_steady_rate_and_compile_time():
+    # First call of 10 updates took 12 s; 30 more updates took 6 s: 0.2 s per update.
+    timing = {"first_call_updates": 10, "first_call_s": 12.0, "start_update": 0,
+              "end_update": 40, "train_s": 18.0}
+    sps, compile_s = ablate_report.steady_rate(timing, steps_per_update=1000)
+    assert sps == pytest.approx(5000.0) and compile_s == pytest.approx(10.0)
+    assert ablate_report.steady_rate(dict(timing, end_update=10), 1000) == (None, None)
+
+
+def test_threshold_final_return_and_spread():
+    rows = [{"update": u, "env_steps": 100 * u, "wall_time": float(u), "episode_return": r,
+             "loss/total": 0.1 * u, "params_lag": 1.0}
+            for u, r in zip(range(1, 7), (None, 10.0, 480.0, 470.0, 500.0, 490.0))]
+    hit = ablate_report.first_reaching(rows, 475.0)
+    assert hit["env_steps"] == 300 and hit["wall_time"] == 3.0
+    assert ablate_report.first_reaching(rows, 501.0) is None
+    assert ablate_report.final_return(rows) == pytest.approx((470 + 500 + 490) / 3)
+    assert ablate_report.curve_spread(rows, rows) == 0.0
+    other = [dict(r) for r in rows]
+    other[4]["loss/total"] += 0.25
+    assert ablate_report.curve_spread(rows, other) == pytest.approx(0.25)
+    assert ablate_report.curve_spread(rows, other[:-1]) == math.inf
+    other[0]["episode_return"] = 3.0  # one has an episode where the other has none
+    assert ablate_report.curve_spread(rows, other) == math.inf
+
+
+def test_mean_ci_is_scipys_percentile_bootstrap():
+    from scipy.stats import bootstrap
+
+    values = [10.0, 12.0, 20.0, 15.0]
+    m, lo, hi = ablate_report.mean_ci(values)
+    ref = bootstrap((np.asarray(values),), np.mean, confidence_level=0.95, n_resamples=2000,
+                    method="percentile", random_state=np.random.default_rng(0))
+    assert m == pytest.approx(14.25)
+    assert (lo, hi) == (pytest.approx(ref.confidence_interval.low),
+                        pytest.approx(ref.confidence_interval.high))
+    assert 10.0 <= lo < m < hi <= 20.0
+    assert ablate_report.mean_ci([7.0]) == (7.0, 7.0, 7.0)
+    assert ablate_report.mean_ci([None, 3.0, 3.0]) == (3.0, 3.0, 3.0)
+
+
+def test_wait_fractions():
+    stages = {s: 0.0 for s in ablate_report.ACTOR_STAGES + ablate_report.LEARNER_STAGES}
+    stages.update(env_step=1.0, inference=2.0, params_wait=1.0, rollout_queue_wait=1.0,
+                  learner_step=3.0)
+    assert ablate_report.wait_fractions(stages) == (pytest.approx(0.25), pytest.approx(0.25))
+
+
+def test_bad_arguments_exit_2(capsys):
+    for argv in (["--suite=nope", "--out=x"], ["--suite=pipelines", "--out=x", "--seeds=0"],
+                 ["--suite=pipelines", "--out=x", "--cells=("]):
+        with pytest.raises(SystemExit) as e:
+            ablate.parse_args(argv)
+        assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "config error: suite" in err and "config error: seeds" in err
+    assert "config error: cells" in err
+
+
+def test_cell_env_sets_fake_devices_only_where_asked(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4 --foo=1")
+    pipe = ablate_suites.suite_cells("pipelines", 1)[0]
+    dev = ablate_suites.suite_cells("devices", 1)[0]
+    assert ablate.cell_env(pipe)["XLA_FLAGS"] == "--foo=1"
+    assert "device_count=4" in ablate.cell_env(dev)["XLA_FLAGS"]
+
+
+def _run_ablate(out, *extra):
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.ablate", "--suite=pipelines", "--seeds=1",
+         f"--out={out}", "--budget_scale=0.15", "--no_progress",
+         "--cells=^(sync|cleanba|async)-j(0|10)-t1-", *extra],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
+    out = tmp_path / "abl"
+    proc = _run_ablate(out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted((r["pipeline"], r["jitter_ms"]) for r in rows) == sorted(
+        (p, j) for p in ("sync", "cleanba", "async") for j in ("0", "10"))
+    for r in rows:
+        assert float(r["sps"]) > 0 and r["final_return"] != ""
+        lag = float(r["params_lag_max"])
+        assert lag == {"sync": 0.0, "cleanba": 1.0}.get(r["pipeline"], lag)
+    md = (out / "results.md").read_text()
+    assert "| sync | 0 | identical |" in md and "| cleanba | 0 | identical |" in md
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == ["return_vs_env_steps.png", "sebulba_stage_times.png", "sps.png"]
+    for p in out.glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+    # Resume: finished cells are not run again; a cell without cell.json is.
+    marks = {c: os.path.getmtime(out / "runs" / c / "cell.json")
+             for c in os.listdir(out / "runs")}
+    os.remove(out / "runs" / "async-j10-t1-s0" / "cell.json")
+    again = _run_ablate(out)
+    assert again.returncode == 0, again.stderr[-3000:]
+    for c, t in marks.items():
+        changed = os.path.getmtime(out / "runs" / c / "cell.json") != t
+        assert changed == (c == "async-j10-t1-s0"), c
