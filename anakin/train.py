@@ -246,8 +246,10 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                         jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
                     scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
                                 "time/update_s": per_update_s} for r in rows]
+                    # Update i of the call ended, at the call's steady rate, at this time.
                     rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
-                                  sps=run.derived.steps_per_update / per_update_s)
+                                  sps=run.derived.steps_per_update / per_update_s,
+                                  at=t_call + (i + 1) * per_update_s)
                 # A collective in multi-process runs: every process, after every call.
                 exit_code = distributed.agree_on_exit_code(flag.exit_code)
                 rundir.checkpoint_or_exit(start + k, start, state, exit_code)

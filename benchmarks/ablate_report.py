@@ -362,12 +362,19 @@ def plot_sps(path: str, records, fields: Sequence[str], title: str) -> str:
     grps = groups(records, fields)
     labels = [_label(k, fields) for k in grps]
     means = [_mean(r["sps"] for r in g) or 0.0 for g in grps.values()]
-    lo = [m - min((r["sps"] or 0.0) for r in g) for m, g in zip(means, grps.values())]
-    hi = [max((r["sps"] or 0.0) for r in g) - m for m, g in zip(means, grps.values())]
+    lo = [max(m - min((r["sps"] or 0.0) for r in g), 0.0) for m, g in zip(means, grps.values())]
+    hi = [max(max((r["sps"] or 0.0) for r in g) - m, 0.0) for m, g in zip(means, grps.values())]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels) + 2), 4.5))
-    ax.bar(range(len(labels)), means, yerr=[lo, hi], capsize=3, color="#4c72b0",
-           label="mean over seeds (bars: min..max)")
+    # Bars coloured by architecture where the groups differ in it, else by nothing.
+    kinds = [k[fields.index("arch")] if "arch" in fields else "runs" for k in grps]
+    colors = dict(zip(dict.fromkeys(kinds), ("#4c72b0", "#dd8452", "#55a868")))
+    for kind, color in colors.items():
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        ax.bar(idx, [means[i] for i in idx], yerr=[[lo[i] for i in idx], [hi[i] for i in idx]],
+               capsize=3, color=color, label=f"{kind}: mean over seeds (whiskers: min..max)")
     ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right", fontsize=8)
+    if max(means, default=0) > 20 * max(min(means, default=0), 1e-9):
+        ax.set_yscale("log")
     ax.set_ylabel("env steps per second (per agent, after compile)")
     ax.set_title(title)
     ax.legend(fontsize=8)

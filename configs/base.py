@@ -47,6 +47,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.eval_every = 0               # in updates; 0: off
     c.eval_episodes = 8            # episodes per evaluation, over all devices
     c.eval_max_steps = 100_000     # cap on an evaluation's env steps (episodes end sooner)
+    # Weights & Biases (optional; metrics.jsonl and TensorBoard are always written).
+    c.wandb_project = ""           # W&B project to log to; "" = off (wandb not imported)
+    c.wandb_mode = "online"        # online | offline (no network; `wandb sync` later)
     # Anakin.
     c.updates_per_call = 10         # updates per compiled call (no Python per update)
     c.num_devices = 0               # devices of the data mesh; 0 = every device of every process

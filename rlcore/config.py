@@ -184,6 +184,7 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     for field in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "clip_rho",
                   "clip_pg_rho"):
         number(config, field, lo=0.0)
+    _validate_wandb(config)
     require(is_int(config.eval_every) and config.eval_every >= 0, "eval_every",
             f"must be an integer >= 0 (0: off), got {config.eval_every!r}")
     positive_int(config, "eval_episodes")
@@ -204,6 +205,18 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be true or false, got {config.xla_cpu_multi_thread_eigen!r}")
     for field in ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update"):
         require(is_int(config.debug[field]), f"debug.{field}", "must be an integer")
+
+
+def _validate_wandb(config) -> None:
+    """W&B fields: a string project, a known mode, and wandb installed when a project is set
+    (it is never a hard dependency)."""
+    require(isinstance(config.wandb_project, str), "wandb_project", "must be a string")
+    choice(config, "wandb_mode", ("online", "offline"))
+    if config.wandb_project:
+        import importlib.util
+
+        require(importlib.util.find_spec("wandb") is not None, "wandb_project",
+                "is set but wandb is not installed (pip install wandb)")
 
 
 def _validate_network(config, spec: EnvSpec) -> None:

@@ -1,10 +1,15 @@
-"""Metric sinks: a console progress line, ``metrics.jsonl`` and TensorBoard event files.
+"""Metric sinks: a console progress line, ``metrics.jsonl``, TensorBoard event files and,
+when asked for (``wandb_project``), Weights & Biases.
 
 A ``metrics.jsonl`` line holds ``update``, ``env_steps``, ``wall_time``, ``sps``,
 ``episode_return`` (mean over episodes ended since the previous line, ``null`` if none),
 ``episode_length`` (likewise), ``loss/...`` and ``time/<stage>_s``. Every key whose value
 depends on the clock contains ``time``, ``sps`` or ``wall``; every other value is
 reproducible run to run.
+
+Weights & Biases is optional: nothing imports ``wandb`` unless a run sets
+``config.wandb_project``; ``config.wandb_mode = "offline"`` writes the run under the run
+directory without network (``wandb sync`` uploads it later).
 """
 
 from __future__ import annotations
@@ -47,10 +52,12 @@ class MetricsLogger:
       tensorboard: write TensorBoard event files under ``workdir``.
       write: this process writes files (process 0 in a multi-process run).
       start: ``(update, env_steps)`` the run starts from (a resume), for SPS and ETA.
+      wandb: ``wandb.init`` arguments (``project``, ``mode``, ``config``, ...) to log every
+        line to Weights & Biases too; None: not used.
     """
 
     def __init__(self, workdir, total_updates: int, *, console=True, tensorboard=True,
-                 write=True, start: tuple[int, int] = (0, 0)):
+                 write=True, start: tuple[int, int] = (0, 0), wandb: dict | None = None):
         self.total_updates = total_updates
         self.console = console
         self.start = time.perf_counter()
@@ -65,6 +72,13 @@ class MetricsLogger:
                 from tensorboardX import SummaryWriter
 
                 self._tb = SummaryWriter(logdir=workdir)
+        self._wandb = None
+        if wandb and write:
+            import wandb as wandb_lib
+
+            # silent: no "wandb: ..." lines on the console (the progress line stays alone).
+            self._wandb = wandb_lib.init(dir=workdir, settings=wandb_lib.Settings(silent=True),
+                                         **wandb)
         self.history: list[dict] = []
 
     def log(self, update: int, env_steps: int, scalars: Mapping[str, float],
@@ -77,8 +91,8 @@ class MetricsLogger:
         """
         return self.log_agents(update, env_steps, [(scalars, episodes, {})], sps)[0]
 
-    def log_agents(self, update: int, env_steps: int, agents, sps: float | None = None
-                   ) -> list[dict]:
+    def log_agents(self, update: int, env_steps: int, agents, sps: float | None = None,
+                   at: float | None = None) -> list[dict]:
         """Writes one line per agent of a log step, and one console line for them all.
 
         Args:
@@ -87,11 +101,12 @@ class MetricsLogger:
           agents: ``[(scalars, EpisodeSummary, tags)]``, one per agent; ``tags`` (e.g.
             ``{"seed": 3}``, empty for a single agent) go into that agent's line.
           sps: per-agent env steps per second (default: since the previous log step).
+          at: ``time.perf_counter()`` of the step, for ``wall_time`` (default: now).
 
         Returns:
           The rows written.
         """
-        now = time.perf_counter()
+        now = time.perf_counter() if at is None else at
         last_time, last_steps = self._last
         if sps is None:
             sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
@@ -111,6 +126,9 @@ class MetricsLogger:
             row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
             rows.append(row)
             self._write(row, tags)
+        if self._wandb is not None:  # one call per log step: its step must increase
+            self._wandb.log({_tb_prefix(tags) + k: v for row, (_, _, tags) in zip(rows, agents)
+                             for k, v in _numbers(row, tags).items()}, step=int(env_steps))
         if self.console:
             print(self.progress_line(rows, variant_keys(rows[0])), file=sys.stderr, flush=True)
         return rows
@@ -121,10 +139,8 @@ class MetricsLogger:
             self._jsonl.write(json.dumps(row) + "\n")
         if self._tb is not None:
             prefix = _tb_prefix(tags)
-            for key, value in row.items():
-                if (key not in ("update", "env_steps", *tags) and isinstance(value, (int, float))
-                        and not isinstance(value, bool)):
-                    self._tb.add_scalar(prefix + key, value, row["env_steps"])
+            for key, value in _numbers(row, tags).items():
+                self._tb.add_scalar(prefix + key, value, row["env_steps"])
 
     def progress_line(self, rows, variant_keys=()) -> str:
         """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``;
@@ -157,6 +173,9 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
 
 
 def eval_scalars(evals: EpisodeSummary) -> dict[str, float]:
@@ -183,6 +202,24 @@ def group_by_variant(rows, variant_keys) -> list[tuple[str, list[dict]]]:
 def _mean_return(rows) -> str:
     returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
     return f"{sum(returns) / len(returns):.1f}" if returns else "-"
+
+
+def _numbers(row: Mapping, tags: Mapping) -> dict[str, float]:
+    """The scalars of a line that go to TensorBoard and W&B: every number but the step
+    counters and the agent's tags (the x axis and the group)."""
+    return {k: v for k, v in row.items()
+            if k not in ("update", "env_steps", *tags) and isinstance(v, (int, float))
+            and not isinstance(v, bool)}
+
+
+def wandb_settings(config, workdir: str | None) -> dict | None:
+    """``wandb.init`` arguments of a run (None unless ``config.wandb_project`` is set)."""
+    project = config.get("wandb_project", "")
+    if not project:
+        return None
+    name = os.path.basename(os.path.abspath(workdir)) if workdir else None
+    return {"project": project, "mode": config.wandb_mode, "name": name,
+            "config": json.loads(config.to_json_best_effort())}
 
 
 def _tb_prefix(tags: Mapping) -> str:

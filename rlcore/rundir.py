@@ -25,7 +25,7 @@ import numpy as np
 from rlcore import distributed
 from rlcore.checkpoint import Checkpointer
 from rlcore.errors import ConfigError
-from rlcore.metrics import MetricsLogger, write_config
+from rlcore.metrics import MetricsLogger, wandb_settings, write_config
 from rlcore.types import EpisodeSummary
 
 # Fields a resumed run may change: they alter neither the data nor the math.
@@ -33,6 +33,7 @@ RESUMABLE_CHANGES = frozenset({
     "log_every", "checkpoint_every", "queue_timeout_s", "debug", "coordinator_address",
     "process_id", "env_threads", "updates_per_call", "num_devices", "actor_device_ids",
     "learner_device_ids", "num_actor_threads", "eval_every", "eval_episodes", "eval_max_steps",
+    "wandb_project", "wandb_mode",
 })
 
 
@@ -89,12 +90,14 @@ class RunDir:
             if self.main:
                 self._truncate_metrics(step)
         self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
+                                    wandb=wandb_settings(self.config, self.workdir),
                                     start=(start, start * self.steps_per_update))
         if start:
             self._load_log_state(start)
         return state
 
-    def record(self, update: int, scalars, episodes, sps: float | None = None) -> None:
+    def record(self, update: int, scalars, episodes, sps: float | None = None,
+               at: float | None = None) -> None:
         """Adds update ``update``'s scalars and the episodes that ended in it; writes a log
         line (window means) per agent when one is due.
 
@@ -103,6 +106,8 @@ class RunDir:
           scalars: ``{name: float}``, or a list of them, one per agent.
           episodes: EpisodeSummary, or a list of them, one per agent.
           sps: per-agent env steps per second (default: measured between log lines).
+          at: ``time.perf_counter()`` when the update finished (default: now); a trainer
+            that runs several updates per call spreads them over the call.
 
         Raises:
           FloatingPointError: an agent's ``loss/total`` is not finite.
@@ -122,7 +127,8 @@ class RunDir:
             for window, ep, tags in zip(self._windows, self._episodes, self._tags):
                 means = window_means(window)
                 agents.append((means, ep, tags))
-            self.logger.log_agents(update, update * self.steps_per_update, agents, sps=sps)
+            self.logger.log_agents(update, update * self.steps_per_update, agents, sps=sps,
+                                   at=at)
             self._windows = [[] for _ in self._tags]
             self._episodes = [EpisodeSummary.zero() for _ in self._tags]
 
