@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-minatar lint clean setup
+.PHONY: demo test bench bench-minatar ablate lint clean setup
 
 setup: $(STAMP)
 
@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+DEMO_DIR ?= runs/demo
+
 demo: $(STAMP)
-	rm -rf runs/demo
-	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=runs/demo
+	rm -rf $(DEMO_DIR)
+	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=$(DEMO_DIR)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
@@ -29,6 +31,11 @@ bench: $(STAMP)
 # Anakin PPO on MinAtar Breakout for 10M env steps (about 15 min on 2 cores): curve + clock.
 bench-minatar: $(STAMP)
 	$(PY) -m benchmarks.minatar_breakout
+
+# The ablation suites of the README's Results (about 15 + 5 minutes on 2 cores).
+ablate: $(STAMP)
+	$(PY) -m benchmarks.ablate --suite=architectures --seeds=3 --out=runs/ablate/architectures
+	$(PY) -m benchmarks.ablate --suite=pipelines --seeds=1 --out=runs/ablate/pipelines
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
