@@ -127,6 +127,11 @@ class EnvPoolEnv:
         )
         self.stats: EpisodeStats = host_initial_stats(num_envs)
 
+    def render(self, env_ids=(0,)) -> np.ndarray:
+        """RGB frames ``[k, H, W, 3]`` uint8 of envs ``env_ids`` (the pool must be made with
+        ``render_mode="rgb_array"``)."""
+        return np.asarray(self._env.render(env_ids=list(env_ids)))
+
     def reset(self) -> TimeStep:
         """Resets every env and the running episode statistics.
 

@@ -1,0 +1,102 @@
+"""anakin.evaluate: a trained CartPole agent's greedy episodes, videos, the first-episode
+loop, and bad arguments (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from anakin.evaluate import play_episodes
+from anakin.train import train
+from configs import cartpole_ppo
+from envs import registry
+from rlcore import evaluation as ev
+from rlcore.distributed import data_mesh
+from rlcore.networks import make_network
+from rlcore.seeding import per_env_keys
+from tests.helpers import run_entry
+
+SOLVED = 475.0
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    """configs/cartpole_ppo.py as the threshold test trains it (500k steps, one device)."""
+    workdir = tmp_path_factory.mktemp("anakin_cartpole")
+    train(cartpole_ppo.get_config(), str(workdir), mesh=data_mesh(jax.devices()[:1]))
+    return workdir
+
+
+@pytest.mark.slow
+def test_greedy_solves_cartpole_and_writes_mp4(cartpole_run, tmp_path):
+    video = tmp_path / "x.mp4"
+    proc = run_entry("anakin.evaluate", [f"--workdir={cartpole_run}", "--episodes=10",
+                                         "--greedy", f"--video={video}"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "", proc.stderr  # no library chatter by default
+    assert "10 episodes, greedy" in proc.stdout
+    table = ev.parse_table(proc.stdout)
+    assert set(table) == {"return", "length"}, proc.stdout
+    assert table["return"]["mean"] >= SOLVED, proc.stdout
+    assert table["return"]["min"] <= table["return"]["median"] <= table["return"]["max"]
+    assert table["length"] == table["return"]  # CartPole: reward 1 a step
+    frames = ev.read_video(str(video))
+    assert len(frames) >= 10 and frames.shape[1:] == ev.CARTPOLE_FRAME + (3,)
+
+
+@pytest.mark.slow
+def test_sampled_episode_as_gif(cartpole_run, tmp_path):
+    video = tmp_path / "x.gif"
+    proc = run_entry("anakin.evaluate", [f"--workdir={cartpole_run}", "--episodes=2",
+                                         f"--video={video}"])
+    assert proc.returncode == 0, proc.stderr
+    assert "2 episodes, stochastic" in proc.stdout
+    assert ev.parse_table(proc.stdout)["return"]["mean"] > 100
+    frames = ev.read_video(str(video))
+    assert len(frames) >= 10 and frames.shape[1:] == ev.CARTPOLE_FRAME + (3,)
+
+
+def test_play_counts_first_episode_only():
+    """A 7-step time limit: every env's first episode is 7 steps long, although the
+    128-step chunk runs several more episodes; env 0's frames start at its eval reset."""
+    env = registry.make_jax_env("CartPole-v1", max_steps_in_episode=7)
+    network = make_network("mlp", env.spec)
+    params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
+    roots = ev.EvalRoots.from_seed(3)
+    results, obs0 = play_episodes(env, network.apply, params, roots, 5, greedy=False)
+    np.testing.assert_array_equal(results.lengths, [7] * 5)
+    np.testing.assert_array_equal(results.returns, [7.0] * 5)
+    _, first = jax.vmap(env.reset)(per_env_keys(roots.reset, jnp.arange(5, dtype=jnp.int32)))
+    assert obs0.shape == (7, 4)
+    np.testing.assert_array_equal(obs0[0], np.asarray(first.obs)[0])
+    again, _ = play_episodes(env, network.apply, params, roots, 5, greedy=False)
+    np.testing.assert_array_equal(again.returns, results.returns)
+
+
+def _fake_rundir(path, checkpoint: bool):
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(cartpole_ppo.get_config().to_dict()))
+    if checkpoint:
+        (path / "checkpoints" / "1").mkdir(parents=True)
+    return path
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--workdir={missing}"], "--workdir"),
+    (["--workdir={no_ckpt}"], "--workdir"),
+    (["--workdir={run}", "--episodes=0"], "--episodes"),
+    (["--workdir={run}", "--video=out.avi"], "--video"),
+    (["--workdir={run}", "--episodes=many"], "flag --episodes"),
+], ids=["unknown_workdir", "no_checkpoint", "episodes_0", "video_ext", "episodes_not_int"])
+def test_bad_arguments_exit_2_with_one_line(args, flag, tmp_path):
+    paths = dict(missing=tmp_path / "missing", no_ckpt=_fake_rundir(tmp_path / "a", False),
+                 run=_fake_rundir(tmp_path / "b", True))
+    proc = run_entry("anakin.evaluate", [a.format(**paths) for a in args], timeout_s=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), proc.stderr
+    assert proc.stdout == ""

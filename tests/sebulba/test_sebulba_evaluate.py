@@ -1,0 +1,100 @@
+"""sebulba.evaluate: EnvPool CartPole and Atari runs evaluated through the CLI (table,
+human-normalised score, RGB video), the first-episode host loop, bad arguments."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import atari_ppo, cartpole_ppo_sebulba
+from envs import registry
+from rlcore import evaluation as ev
+from rlcore.networks import make_network
+from sebulba.evaluate import make_policy, play_episodes
+from sebulba.train import prepare, train
+from tests.helpers import run_entry
+
+
+def _train(config, workdir):
+    prepare(config)
+    train(config, str(workdir))
+    return workdir
+
+
+@pytest.mark.slow
+def test_cartpole_run_prints_the_table(tmp_path):
+    config = cartpole_ppo_sebulba.get_config()  # actors and learner on device 0
+    config.total_env_steps = config.num_envs * config.num_steps * 2
+    config.log_every = 1
+    workdir = _train(config, tmp_path / "run")
+    proc = run_entry("sebulba.evaluate", [f"--workdir={workdir}", "--episodes=4"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "", proc.stderr
+    assert "envpool:CartPole-v1" in proc.stdout and "4 episodes, stochastic" in proc.stdout
+    assert f"seeded {ev.host_eval_seed(0)} + i" in proc.stdout
+    table = ev.parse_table(proc.stdout)
+    assert set(table) == {"return", "length"}, proc.stdout
+    assert table["return"] == table["length"]  # CartPole: reward 1 a step
+    assert 8 <= table["length"]["min"] <= table["length"]["max"] <= 500
+
+
+@pytest.mark.slow
+def test_atari_human_normalised_score_and_rgb_video(tmp_path):
+    """A 1-update Breakout-v5 run (tiny sizes; Nature CNN, which compiles faster than the
+    IMPALA ResNet): 2 episodes cut at 40 steps, the score normalised, the screen recorded."""
+    config = atari_ppo.get_config()
+    config.network = "nature_cnn"
+    config.num_envs = 4
+    config.num_actor_threads = 1
+    config.num_steps = 8
+    config.num_minibatches = 2
+    config.num_epochs = 1
+    config.update_unroll = 1
+    config.total_env_steps = 4 * 8
+    workdir = _train(config, tmp_path / "run")
+    video = tmp_path / "breakout.mp4"
+    proc = run_entry("sebulba.evaluate", [f"--workdir={workdir}", "--episodes=2",
+                                          "--max_episode_steps=40", f"--video={video}"])
+    assert proc.returncode == 0, proc.stderr
+    table = ev.parse_table(proc.stdout)
+    assert set(table) == {"return", "length", "human-normalised"}, proc.stdout
+    assert table["length"]["max"] <= 40
+    expected = ev.human_normalized_scores("Breakout-v5", [table["return"]["mean"]])[0]
+    assert table["human-normalised"]["mean"] == pytest.approx(expected, abs=2e-3)
+    frames = ev.read_video(str(video))
+    assert len(frames) >= 10 and frames.shape[1:] == (210, 160, 3)  # the ALE screen
+    channels = frames.reshape(-1, 3).astype(int)
+    assert np.abs(channels[:, 0] - channels[:, 2]).max() > 50  # colour, not gray
+
+
+def test_play_counts_first_episode_only():
+    """Host-served gymnax CartPole with a 6-step limit: first episodes of 6 steps, one frame
+    per action of env 0's."""
+    env = registry.make_host_env("gymnax:CartPole-v1", 3, seed=ev.host_eval_seed(0),
+                                 max_steps_in_episode=6)
+    network = make_network("mlp", env.spec)
+    params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
+    policy = make_policy(network.apply, params, ev.EvalRoots.from_seed(0).action,
+                         jax.devices()[0], greedy=True)
+    to_frame = ev.obs_frame_fn(env.spec.obs_shape, env.spec.obs_dtype, "CartPole-v1")
+    try:
+        results, frames = play_episodes(env, policy, lambda obs: to_frame(obs[0]))
+    finally:
+        env.close()
+    np.testing.assert_array_equal(results.lengths, [6, 6, 6])
+    np.testing.assert_array_equal(results.returns, [6.0, 6.0, 6.0])
+    assert len(frames) == 6 and frames[0].shape == ev.CARTPOLE_FRAME + (3,)
+
+
+def test_agent_other_than_0_exits_2(tmp_path):
+    (tmp_path / "config.json").write_text(
+        json.dumps(cartpole_ppo_sebulba.get_config().to_dict()))
+    (tmp_path / "checkpoints" / "1").mkdir(parents=True)
+    proc = run_entry("sebulba.evaluate", [f"--workdir={tmp_path}", "--agent=1"], timeout_s=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --agent:"), proc.stderr
