@@ -18,6 +18,12 @@ def reproducible_part(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not is_clock_key(k)} for r in rows]
 
 
+def training_part(rows: list[dict]) -> list[dict]:
+    """Rows without clock keys and without the evaluation keys (``eval/...``)."""
+    return [{k: v for k, v in r.items() if not k.startswith("eval/")}
+            for r in reproducible_part(rows)]
+
+
 def best_return(rows: list[dict]) -> float:
     returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
     return max(returns) if returns else float("-inf")

@@ -16,6 +16,7 @@ from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
+from tests.helpers import training_part
 
 EVAL_KEYS = ("eval/episode_return", "eval/episode_length")
 
@@ -30,17 +31,13 @@ def _config(**overrides):
     return c
 
 
-def _training_part(rows):
-    return [{k: v for k, v in r.items() if not k.startswith(("eval/", "time", "sps", "wall"))}
-            for r in rows]
-
 
 @pytest.mark.parametrize("devices", [1, 4])
 def test_evaluation_leaves_training_identical(devices):
     mesh = data_mesh(jax.devices()[:devices])
     plain = train(_config(), None, mesh=mesh)
     evald = train(_config(eval_every=6), None, mesh=mesh)
-    assert _training_part(evald) == _training_part(plain)
+    assert training_part(evald) == training_part(plain)
     assert all(k not in r for r in plain for k in EVAL_KEYS)
     # Lines at updates 4, 8, ..., 24; evaluations after updates 6, 12, 18, 24.
     has_eval = [r["update"] for r in evald if "eval/episode_return" in r]
@@ -56,7 +53,7 @@ def test_evaluation_with_several_agents_and_validation():
     mesh = data_mesh(jax.devices()[:1])
     plain = train(_config(num_seeds=2), None, mesh=mesh)
     evald = train(_config(num_seeds=2, eval_every=12), None, mesh=mesh)
-    assert _training_part(evald) == _training_part(plain)
+    assert training_part(evald) == training_part(plain)
     assert sorted({r["seed"] for r in evald if "eval/episode_return" in r}) == [0, 1]
     with pytest.raises(ConfigError, match="eval_episodes: 6 episodes do not split over 4"):
         prepare(_config(eval_episodes=6))

@@ -10,6 +10,7 @@ from envs import registry
 from rlcore.seeding import eval_host_seed, host_env_seed
 from sebulba.eval_pool import play_first_episodes
 from sebulba.train import prepare, train
+from tests.helpers import training_part
 
 
 def _config(**overrides):
@@ -21,17 +22,13 @@ def _config(**overrides):
     return c
 
 
-def _training_part(rows):
-    return [{k: v for k, v in r.items() if not k.startswith(("eval/", "time", "sps", "wall"))}
-            for r in rows]
-
 
 def test_evaluation_leaves_training_identical():
     plain = train(_config(), None)
     config = _config(eval_every=3)
     prepare(config)
     evald = train(config, None)
-    assert _training_part(evald) == _training_part(plain)
+    assert training_part(evald) == training_part(plain)
     # Lines at 2, 4, 6, 8; evaluations after updates 3 and 6.
     assert [r["update"] for r in evald if "eval/episode_return" in r] == [4, 6]
     for r in evald:
