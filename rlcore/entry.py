@@ -1,8 +1,10 @@
 """What both entry points share: flag parsing, validation first, then exit codes and a
 summary.
 
-Exit codes: 0 done, 1 runtime failure (traceback printed), 2 bad config (one line naming
-the field), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
+Exit codes: 0 done, 1 runtime failure (traceback printed; a checkpoint that cannot be
+resumed from is one ``checkpoint: ...`` line), 2 bad config (one line naming the field; a
+``--config`` file or ``--workdir`` that cannot be used is one line naming the path),
+130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 import traceback
 
 from absl import flags, logging
+from ml_collections import config_flags
 
 from rlcore import distributed
 from rlcore.config import ModeChecks, validate, validate_distributed
@@ -32,6 +36,10 @@ def parse_flags(argv):
         apply_xla_cpu_flags(flags.FLAGS["config"].value)
         return rest
     except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
+        problem = config_file_problem(_config_argument(argv))
+        if problem is not None:
+            print(f"config error: --config: {problem}", file=sys.stderr)
+            sys.exit(2)
         message = " ".join(str(e).split())
         found = re.search(r"--config\.([\w.]+)", message)
         field = found.group(1) if found else "config"
@@ -42,6 +50,89 @@ def parse_flags(argv):
             message = message.split(" Attempted")[0]
         print(f"config error: {field}: {message}", file=sys.stderr)
         sys.exit(2)
+
+
+def _config_argument(argv) -> str | None:
+    """The ``--config`` file as given: the parsed flag's, else the last ``--config=X`` /
+    ``--config X`` in ``argv``, else the flag's default; without a ``:args`` suffix."""
+    try:
+        value = config_flags.get_config_filename(flags.FLAGS["config"])
+    except Exception:  # noqa: BLE001 - not parsed (the parse failed before it)
+        value = flags.FLAGS["config"].default_as_str.strip("'\"")
+        for i, arg in enumerate(argv[1:], start=1):
+            if (found := re.match(r"^--?config=(.*)$", arg)) is not None:
+                value = found.group(1)
+            elif re.match(r"^--?config$", arg) and i + 1 < len(argv):
+                value = argv[i + 1]
+    return value.split(":", 1)[0] if value else value
+
+
+def config_file_problem(path: str | None) -> str | None:
+    """What keeps ``path`` from being loaded as a config file, in one line naming it and
+    what to do; None when it is a readable file (its problem is elsewhere)."""
+    hint = "pass --config=<file>.py, e.g. --config=configs/cartpole_ppo.py"
+    if not path:
+        return f"no config file given; {hint}"
+    if not os.path.exists(path):
+        return f"{path} does not exist (from {os.getcwd()}); {hint}"
+    if not os.path.isfile(path):
+        return f"{path} is not a file; {hint}"
+    if not os.access(path, os.R_OK):
+        return f"{path} cannot be read (permission denied); {hint}"
+    return None
+
+
+def check_workdir(workdir: str | None) -> None:
+    """Makes sure ``workdir`` (None or empty: no run directory) is a writable directory,
+    creating it if needed, before anything compiles.
+
+    Raises:
+      ConfigError: ``"--workdir: <path> ...; <what to do>"``.
+    """
+    if not workdir:
+        return
+    hint = "pass a --workdir that is a writable directory or can be created"
+    blocker = _file_in_the_way(workdir)
+    if blocker is not None:
+        raise ConfigError(f"--workdir: {workdir} cannot be a directory: {blocker} is a file; "
+                          f"{hint}")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=workdir):
+            pass
+    except OSError as e:
+        raise ConfigError(f"--workdir: {workdir} is not usable ({e.strerror}); {hint}") from None
+    checkpoints = os.path.join(workdir, "checkpoints")
+    if os.path.exists(checkpoints) and not os.path.isdir(checkpoints):
+        raise ConfigError(f"--workdir: {checkpoints} is a file, not a directory; move it "
+                          f"away or {hint}")
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The nearest of ``path`` and its parents that exists and is not a directory."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
+def start_fresh(workdir: str | None) -> None:
+    """``--fresh``: the main process moves the previous run in ``workdir`` aside (one line
+    says where); every process waits for it before training starts."""
+    from rlcore.rundir import set_aside_previous_run  # imports orbax: only once validated
+
+    if workdir and distributed.is_main_process():
+        moved = set_aside_previous_run(workdir)
+        if moved is not None:
+            print(f"fresh start: moved the previous run in {workdir} to {moved}/",
+                  file=sys.stderr)
+    if distributed.device_counts().processes > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("fresh start")
 
 
 def apply_xla_cpu_flags(config) -> None:
@@ -66,21 +157,30 @@ def prepare(config, mode: ModeChecks) -> None:
     validate(config, mode, distributed.device_counts())
 
 
-def run_main(config, workdir, mode: ModeChecks, train) -> None:
-    """Runs ``prepare(config, mode)``, then ``train(config, workdir)``; exits with the code
-    of the outcome."""
+def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
+    """Runs ``prepare(config, mode)`` and checks ``workdir``, then (after moving the
+    previous run aside when ``fresh``) ``train(config, workdir)``; exits with the code of
+    the outcome."""
     try:
         prepare(config, mode)
+        check_workdir(workdir)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
+    from rlcore.checkpoint import CheckpointError  # imports orbax: only once validated
+
     try:
+        if fresh:
+            start_fresh(workdir)
         rows = train(config, workdir)
     except SystemExit:
         raise
     except ConfigError as e:  # found only at restore time (resuming with another config)
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
+    except CheckpointError as e:  # checkpoints exist, none restores
+        print(f"checkpoint: {e}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except BaseException:

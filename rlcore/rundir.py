@@ -7,12 +7,19 @@ exiting on a signal. With each checkpoint it keeps the open log window (``log_st
 a resume drops metrics lines past the checkpoint, so a resumed run's ``metrics.jsonl`` equals
 an uninterrupted run's except for clock keys.
 
+A resume takes the newest checkpoint that restores: a damaged newer one is reported in one
+line naming its path and moved aside to ``checkpoints/damaged-<step>``; when none restores
+the run stops (``CheckpointError``) and leaves them all in place. ``set_aside_previous_run``
+is ``--fresh``: the previous run's files go to ``previous-<time>/`` instead of being resumed.
+
 Signals are the trainers' business: each loop agrees on them across processes
 (``distributed.agree_on_exit_code``) and hands the result to ``checkpoint_or_exit``.
 """
 
 from __future__ import annotations
 
+import datetime
+import glob
 import json
 import math
 import os
@@ -23,7 +30,7 @@ from typing import Mapping
 import numpy as np
 
 from rlcore import distributed
-from rlcore.checkpoint import Checkpointer
+from rlcore.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from rlcore.errors import ConfigError
 from rlcore.metrics import MetricsLogger, wandb_settings, write_config
 from rlcore.types import EpisodeSummary
@@ -35,6 +42,10 @@ RESUMABLE_CHANGES = frozenset({
     "learner_device_ids", "num_actor_threads", "eval_every", "eval_episodes", "eval_max_steps",
     "wandb_project", "wandb_mode",
 })
+
+# What a run writes into its directory (``--fresh`` moves these aside, nothing else).
+RUN_ENTRIES = ("checkpoints", "log_state", "metrics.jsonl", "config.json", "timing.json",
+               "wandb", "events.out.tfevents.*")
 
 
 def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:
@@ -63,7 +74,7 @@ class RunDir:
         self.total = total_updates
         self.steps_per_update = steps_per_update
         self.main = distributed.is_main_process()
-        self.ckpt = Checkpointer(workdir) if workdir else None
+        self.ckpt = Checkpointer(workdir, cleanup_tmp=True) if workdir else None
         self.logger: MetricsLogger | None = None
         self._tags = agent_tags or [{}]
         # Per agent: the open window's per-update scalars and its ended episodes.
@@ -72,29 +83,70 @@ class RunDir:
         self._timing: dict = {}
 
     def restore_or(self, fresh_state):
-        """The latest checkpoint restored into ``fresh_state``'s structure, or ``fresh_state``;
-        opens the metrics sinks.
+        """The newest checkpoint that restores, in ``fresh_state``'s structure, or
+        ``fresh_state`` when there is none; opens the metrics sinks.
 
         Raises:
           ConfigError: resuming with a config that changes the data or the math.
+          CheckpointError: there are checkpoints, but none restores.
         """
-        step = self.ckpt.latest_step() if self.ckpt is not None else None
+        steps = self.ckpt.steps() if self.ckpt is not None else []
         state, start = fresh_state, 0
-        if step is None:
+        if not steps:
             if self.workdir and self.main:
                 write_config(self.workdir, self.config)
         else:
             self._check_same_config()
-            print(f"resuming from update {step}", file=sys.stderr)
-            state, start = self.ckpt.restore(fresh_state, step), step
+            state, start = self._restore_newest_good(fresh_state, steps)
+            print(f"resuming from update {start}", file=sys.stderr)
             if self.main:
-                self._truncate_metrics(step)
+                self._truncate_metrics(start)
         self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
                                     wandb=wandb_settings(self.config, self.workdir),
                                     start=(start, start * self.steps_per_update))
         if start:
             self._load_log_state(start)
         return state
+
+    def _restore_newest_good(self, fresh_state, steps: list[int]):
+        """The newest of ``steps`` (oldest first) that restores, as ``(state, step)``.
+
+        Each newer one that did not restore is reported in one line and moved aside, only
+        once an older one restored: a failure they all share moves nothing.
+
+        Raises:
+          CheckpointError: none restores (all left in place).
+        """
+        damaged: list[DamagedCheckpoint] = []
+        for step in reversed(steps):
+            try:
+                state = self.ckpt.restore_checked(fresh_state, step)
+            except DamagedCheckpoint as e:
+                damaged.append(e)
+                continue
+            if damaged:
+                self._set_aside_damaged(damaged, step)
+            return state, step
+        older = ", ".join(str(d.step) for d in damaged[1:])
+        tail = f"no older one restores either (tried {older})" if older else "no older one"
+        raise CheckpointError(
+            f"{damaged[0]}; {tail}; left in place: move {self.ckpt.directory} aside, or rerun "
+            f"with --fresh to start over")
+
+    def _set_aside_damaged(self, damaged: list[DamagedCheckpoint], good_step: int) -> None:
+        """Moves the ``damaged`` checkpoints aside, each said in one line (main process);
+        the other processes wait for it and reread the steps, so that all of them save
+        those steps anew."""
+        if self.main:
+            for bad in damaged:
+                moved = self.ckpt.set_aside(bad.step)
+                print(f"checkpoint: {bad}; moved it to {moved}; resuming from step "
+                      f"{good_step} instead", file=sys.stderr)
+        if distributed.device_counts().processes > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("damaged checkpoints set aside")
+            self.ckpt.reload()
 
     def record(self, update: int, scalars, episodes, sps: float | None = None,
                at: float | None = None) -> None:
@@ -151,16 +203,20 @@ class RunDir:
             raise SystemExit(exit_code)
 
     def save(self, update: int, state) -> None:
-        """Checkpoints ``state`` as ``update``, with the open log window beside it."""
+        """Checkpoints ``state`` as ``update``, with the open log window beside it.
+
+        The window is written first, atomically, so that every checkpoint has its window
+        whenever the process dies (a window without its checkpoint is harmless).
+        """
         if self.ckpt is None:
             return
-        self.ckpt.save(update, state)
         if self.main:
             os.makedirs(self._log_state_dir(), exist_ok=True)
             agents = [{"window": w, "episodes": e.as_list()}
                       for w, e in zip(self._windows, self._episodes)]
-            with open(self._log_state_path(update), "w") as f:
-                json.dump(agents[0] if len(agents) == 1 else {"agents": agents}, f)
+            saved = agents[0] if len(agents) == 1 else {"agents": agents}
+            _write_atomically(self._log_state_path(update), json.dumps(saved))
+        self.ckpt.save(update, state)
 
     def first_call_done(self, updates: int, seconds: float) -> None:
         """Reports the run's first call (``updates`` updates, compile included) on the console
@@ -210,14 +266,15 @@ class RunDir:
         self._episodes = [EpisodeSummary(*a["episodes"]) for a in agents]
 
     def _truncate_metrics(self, update: int) -> None:
-        """Drops metrics.jsonl lines past ``update`` (logged after the last checkpoint)."""
+        """Drops metrics.jsonl lines past ``update`` (logged after the restored checkpoint),
+        and a last line torn by a killed process; rewrites the file atomically."""
         path = os.path.join(self.workdir, "metrics.jsonl")
         if not os.path.exists(path):
             return
         with open(path) as f:
-            lines = [ln for ln in f if ln.strip() and json.loads(ln)["update"] <= update]
-        with open(path, "w") as f:
-            f.writelines(lines)
+            lines = [ln.rstrip("\n") + "\n" for ln in f
+                     if (u := _update_of(ln)) is not None and u <= update]
+        _write_atomically(path, "".join(lines))
 
     def _check_same_config(self) -> None:
         path = os.path.join(self.workdir, "config.json")
@@ -233,3 +290,39 @@ class RunDir:
             raise ConfigError(
                 f"{k}: the checkpoint in {self.workdir} was made with {saved.get(k)!r}, not "
                 f"{now.get(k)!r}; resume with the same value or use a new --workdir")
+
+
+def _update_of(line: str) -> int | None:
+    """The ``update`` of a metrics.jsonl line; None for a blank or torn line."""
+    try:
+        return int(json.loads(line)["update"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file and a rename: a reader (or a
+    resume after a kill) sees the old file or the new one, never half of one."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def set_aside_previous_run(workdir: str) -> str | None:
+    """``--fresh``: moves what a run wrote in ``workdir`` (``RUN_ENTRIES``: checkpoints,
+    metrics, config, log windows, event files) into ``workdir/previous-<UTC time>/``;
+    returns that folder, or None when there was nothing to move. Nothing is deleted."""
+    entries = sorted({p for pattern in RUN_ENTRIES
+                      for p in glob.glob(os.path.join(glob.escape(workdir), pattern))})
+    if not entries:
+        return None
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target, n = os.path.join(workdir, f"previous-{stamp}"), 1
+    while os.path.exists(target):
+        n += 1
+        target = os.path.join(workdir, f"previous-{stamp}-{n}")
+    os.makedirs(target)
+    for entry in entries:
+        os.rename(entry, os.path.join(target, os.path.basename(entry)))
+    return target

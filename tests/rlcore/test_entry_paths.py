@@ -1,0 +1,168 @@
+"""Paths are input too: through ``python -m anakin.main`` (and ``sebulba.main``), a workdir
+that cannot be a directory and a missing ``--config`` file are one line naming the path,
+exit 2; a damaged latest checkpoint is one line, and the run resumes from the previous one;
+``--fresh`` moves the previous run aside and trains from update 0."""
+
+from __future__ import annotations
+
+import os
+
+import jax.numpy as jnp
+import pytest
+
+from configs import base
+from rlcore.entry import check_workdir, config_file_problem
+from rlcore.errors import ConfigError
+from rlcore.rundir import RunDir
+from rlcore.types import EpisodeSummary
+from tests.helpers import (
+    checkpoint_steps,
+    config_error_lines,
+    read_metrics,
+    reproducible_part,
+    run_entry,
+)
+
+CONFIG = "--config=configs/cartpole_ppo.py"
+# 8 envs x 16 steps a update; a log line and a checkpoint every 2 updates.
+TINY = ["--config.num_envs=8", "--config.num_steps=16", "--config.log_every=2",
+        "--config.checkpoint_every=2", "--config.updates_per_call=2"]
+
+
+def _steps(updates: int) -> str:
+    return f"--config.total_env_steps={8 * 16 * updates}"
+
+
+def _one_line(proc, prefix: str) -> str:
+    """The only stderr line starting with ``prefix``; no traceback anywhere."""
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(prefix)]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------------- bad paths, exit 2
+
+
+@pytest.mark.parametrize("module", ["anakin.main", "sebulba.main"])
+def test_workdir_behind_a_file_exits_2_with_one_line(tmp_path, module):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    workdir = blocker / "run"
+    config = CONFIG if module == "anakin.main" else "--config=configs/cartpole_ppo_sebulba.py"
+    proc = run_entry(module, [config, "--fresh", f"--workdir={workdir}"], timeout_s=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = config_error_lines(proc.stderr)
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"config error: --workdir: {workdir} ")
+    assert f"{blocker} is a file" in lines[0]
+
+
+@pytest.mark.parametrize("overrides", [[], ["--config.seed=3"]], ids=["plain", "override"])
+def test_missing_config_file_exits_2_naming_it(tmp_path, overrides):
+    proc = run_entry("anakin.main", ["--config=configs/no_such_config.py", *overrides,
+                                     f"--workdir={tmp_path}"], timeout_s=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = config_error_lines(proc.stderr)
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("config error: --config: configs/no_such_config.py does not "
+                               "exist")
+    assert "--config=configs/cartpole_ppo.py" in lines[0]  # what to do
+    assert not os.listdir(tmp_path)
+
+
+def test_check_workdir(tmp_path):
+    check_workdir(str(tmp_path / "new" / "run"))  # creatable: created
+    assert (tmp_path / "new" / "run").is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"^--workdir: .*/file cannot be a directory: .*/file "
+                                          r"is a file; pass a --workdir"):
+        check_workdir(str(tmp_path / "file"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "checkpoints").write_text("")
+    with pytest.raises(ConfigError, match=r"^--workdir: .*/run/checkpoints is a file"):
+        check_workdir(str(tmp_path / "run"))
+    check_workdir(None)  # no run directory: nothing to check
+
+
+def test_config_file_problem(tmp_path):
+    assert "is not a file" in config_file_problem(str(tmp_path))
+    assert config_file_problem("configs/cartpole_ppo.py") is None
+
+
+# ------------------------------------------------------------- damaged checkpoint, fresh
+
+
+def _damage(workdir, step: int) -> str:
+    """Truncates the array data files of checkpoint ``step``; returns its path."""
+    step_dir = os.path.join(workdir, "checkpoints", str(step))
+    for d, _, files in os.walk(step_dir):
+        if os.path.basename(d) == "d":
+            for f in files:
+                os.truncate(os.path.join(d, f), 0)
+    return step_dir
+
+
+def test_damaged_latest_checkpoint_resumes_from_the_previous(tmp_path):
+    args = [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}"]
+    first = run_entry("anakin.main", args, timeout_s=120)
+    assert first.returncode == 0, first.stderr
+    assert checkpoint_steps(tmp_path) == [2, 4, 6]
+    reference = reproducible_part(read_metrics(tmp_path))
+    damaged = _damage(tmp_path, 6)
+
+    proc = run_entry("anakin.main", args, timeout_s=120)
+    assert proc.returncode == 0, proc.stderr
+    line = _one_line(proc, "checkpoint:")
+    assert line.startswith(f"checkpoint: {damaged} is damaged (")
+    assert line.endswith("; resuming from step 4 instead"), line
+    assert "resuming from update 4" in proc.stderr
+    assert checkpoint_steps(tmp_path) == [2, 4, 6]  # 6 saved anew
+    assert (tmp_path / "checkpoints" / "damaged-6").is_dir()
+    # Updates 5 and 6 trained again from the good step: the same metrics as before.
+    assert reproducible_part(read_metrics(tmp_path)) == reference
+
+    # None good: exit 1 with one line, all left in place, nothing trained.
+    for step in (2, 4, 6):
+        _damage(tmp_path, step)
+    proc = run_entry("anakin.main", args, timeout_s=120)
+    assert proc.returncode == 1, proc.stderr
+    line = _one_line(proc, "checkpoint:")
+    assert line.startswith(f"checkpoint: {damaged} is damaged (")
+    assert "no older one restores either (tried 4, 2)" in line and "--fresh" in line
+    assert checkpoint_steps(tmp_path) == [2, 4, 6]
+    assert reproducible_part(read_metrics(tmp_path)) == reference
+
+
+def _previous_run(workdir) -> None:
+    """A finished run of another config in ``workdir``: checkpoints 2 and 4, metrics lines
+    2 and 4 (a resume with the test's config would refuse it)."""
+    config = base.get_config()
+    config.log_every = config.checkpoint_every = 2
+    rundir = RunDir(config, str(workdir), 4, 512)
+    try:
+        rundir.restore_or({"w": jnp.zeros(3)})
+        for u in range(1, 5):
+            rundir.record(u, {"loss/total": float(u)}, EpisodeSummary(0.0, 0.0, 0))
+            rundir.checkpoint_or_exit(u, u - 1, {"w": jnp.full(3, float(u))}, None)
+    finally:
+        rundir.close()
+
+
+def test_fresh_moves_the_previous_run_aside_and_starts_at_update_0(tmp_path):
+    _previous_run(tmp_path)
+    before = read_metrics(tmp_path)
+    # The program of the test above (6 updates): compiled once per session.
+    proc = run_entry("anakin.main", [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}",
+                                     "--fresh"], timeout_s=120)
+    assert proc.returncode == 0, proc.stderr
+    line = _one_line(proc, "fresh start:")
+    previous = [d for d in os.listdir(tmp_path) if d.startswith("previous-")]
+    assert len(previous) == 1 and line.endswith(f"{tmp_path / previous[0]}/"), line
+    assert "resuming" not in proc.stderr
+    assert [r["update"] for r in read_metrics(tmp_path)] == [2, 4, 6]
+    assert read_metrics(tmp_path)[0]["env_steps"] == 256  # this run's, from update 0
+    assert checkpoint_steps(tmp_path) == [2, 4, 6]
+    # The previous run, kept whole.
+    assert read_metrics(tmp_path / previous[0]) == before
+    assert checkpoint_steps(tmp_path / previous[0]) == [2, 4]
+    assert (tmp_path / previous[0] / "config.json").is_file()
