@@ -13,19 +13,57 @@ DATA_AXIS = "data"
 
 
 def initialize(config) -> None:
-    """Joins the multi-process runtime when ``config.num_processes > 1``.
+    """Joins the multi-process runtime, or stays single-process.
 
-    On CPU the cross-process collectives use gloo. Must run before any other JAX call.
+    With ``config.num_processes > 1``: from the config's ``coordinator_address``,
+    ``num_processes`` and ``process_id``. With the defaults (one process): from what JAX
+    detects by itself (``detected_cluster``: a SLURM step or Open MPI job of several tasks,
+    a Cloud TPU pod slice), when that finds more than one process. On CPU the
+    cross-process collectives use gloo. Must run before any other JAX call.
     """
-    if config.num_processes <= 1:
+    if config.num_processes > 1:
+        _use_gloo()
+        jax.distributed.initialize(
+            coordinator_address=config.coordinator_address,
+            num_processes=config.num_processes,
+            process_id=config.process_id,
+        )
         return
+    method = detected_cluster()
+    if method is not None:
+        _use_gloo()
+        jax.distributed.initialize(cluster_detection_method=method)
+
+
+def _use_gloo() -> None:
     # Only affects CPU devices; must not query the backend before initialize().
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
-        coordinator_address=config.coordinator_address,
-        num_processes=config.num_processes,
-        process_id=config.process_id,
-    )
+
+
+# The environments of JAX's auto-detection that a run joins by itself, in JAX's order. Left
+# out: Kubernetes (it would check, and warn, in any pod) and the opt-in mpi4py.
+AUTO_DETECTED = ("ompi", "slurm", "gketpu", "gcetpu")
+
+
+def detected_cluster() -> str | None:
+    """The first of ``AUTO_DETECTED`` that JAX's cluster detection finds, when it has more
+    than one process; else ``None``.
+
+    A one-process environment (``srun -n 1``, a single-host TPU VM) stays single-process,
+    and so does a presence check that fails (a metadata query that cannot connect).
+    """
+    from jax._src import clusters  # jax 0.10: no public API for the detection alone
+
+    for env in clusters.ClusterEnv._cluster_types:
+        if env.name not in AUTO_DETECTED:
+            continue
+        try:
+            present = env.is_env_present()
+        except Exception:  # noqa: BLE001 - not this environment
+            present = False
+        if present:
+            return env.name if env.get_process_count() > 1 else None
+    return None
 
 
 def data_mesh(devices=None) -> Mesh:

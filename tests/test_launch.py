@@ -1,0 +1,323 @@
+"""``python -m rlcore.launch``: N local processes of one run, prefixed output, the first
+failure wins, signals reach every process, nothing outlives the launcher; and
+``rlcore.distributed.detected_cluster`` (the runtime JAX's cluster detection finds).
+
+Every launcher runs under a subprocess timeout, and every process it reports is checked
+dead (and killed if not) when its test ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import psutil
+import pytest
+from ml_collections import ConfigDict
+
+from rlcore import distributed
+from rlcore.distributed import data_mesh
+from rlcore.launch import free_port
+from tests.helpers import REPO, assert_rows_close, entry_env, read_metrics
+from tests.multiprocess_worker import config_for
+
+CONFIG_FILES = {"anakin": "configs/cartpole_ppo.py", "sebulba": "configs/cartpole_ppo_sebulba.py"}
+COMPARED_UPDATES = 5
+
+# A child that writes ``ready<i>`` once its handlers are set, then acts on ``MODE``:
+# ``fail``: process 1 waits for process 0 to be ready and exits 3, process 0 sleeps
+# (``fail-stubborn``: and ignores SIGTERM); ``term``: a SIGINT/SIGTERM writes ``term<i>``
+# and exits 130/143; ``sleep``: sleeps.
+CHILD = """
+import os, signal, sys, time
+mode, tmp = sys.argv[1], sys.argv[2]
+i = int(sys.argv[-1].split("=")[1])
+def touch(name):
+    open(os.path.join(tmp, name), "w").close()
+def on_signal(signum, frame):
+    touch(f"term{i}")
+    sys.exit(128 + signum)
+if mode == "term":
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+if mode == "fail-stubborn" and i == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+touch(f"ready{i}")
+if mode.startswith("fail") and i == 1:
+    deadline = time.time() + 20
+    while not os.path.exists(os.path.join(tmp, "ready0")) and time.time() < deadline:
+        time.sleep(0.01)
+    sys.exit(3)
+time.sleep(60)
+"""
+
+# A child that shows what it was given: its arguments and device flags on stdout, a line on
+# stderr, and a last stdout line without a newline.
+ECHO = """
+import os, sys
+print("args", " ".join(sys.argv[1:]))
+print("env", os.environ["JAX_PLATFORMS"], os.environ["XLA_FLAGS"])
+print("to stderr", file=sys.stderr)
+sys.stdout.write("no newline")
+"""
+
+
+def _launcher(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rlcore.launch", *args], cwd=REPO,
+                            env=env or entry_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _pids(stderr: str) -> list[int]:
+    """The process ids the launcher reports (``launch: ... pids 12 13``)."""
+    found = re.search(r"^launch: .* pids ([\d ]+)$", stderr, re.MULTILINE)
+    return [int(p) for p in found.group(1).split()] if found else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _kill_alive(pids: list[int]) -> list[int]:
+    """SIGKILLs those of ``pids`` that are alive; returns them."""
+    alive = [p for p in pids if _alive(p)]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    return alive
+
+
+def _abandon(proc: subprocess.Popen) -> None:
+    """SIGKILLs the launcher (its processes die with it) and any process it reported."""
+    proc.kill()
+    _, err = proc.communicate(timeout=10)
+    _kill_alive(_pids(err))
+
+
+def _finish(proc: subprocess.Popen, timeout_s: float) -> tuple[int, str, str, list[int]]:
+    """Waits for the launcher (at most ``timeout_s``); returns its exit code, output and
+    the pids of its processes, none of which may be alive. Whatever happens, the launcher
+    and every process it reported end."""
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except BaseException:
+        _abandon(proc)
+        raise
+    pids = _pids(err)
+    assert not _kill_alive(pids), f"processes outlived the launcher\n{err[-3000:]}"
+    return proc.returncode, out, err, pids
+
+
+def _run(args: list[str], timeout_s: float = 60, env: dict | None = None):
+    """``python -m rlcore.launch *args`` to the end: ``(code, stdout, stderr, pids)``."""
+    return _finish(_launcher(args, env), timeout_s)
+
+
+def _child(mode: str, tmp_path) -> list[str]:
+    return ["--", sys.executable, "-c", CHILD, mode, str(tmp_path)]
+
+
+# --- the trainers: 2 processes x 2 devices against 1 process x 4 devices -------------------
+
+
+def _flag_value(value) -> str:
+    return str(value).replace(" ", "") if isinstance(value, tuple) else str(value)
+
+
+def _config_flags(mode: str) -> list[str]:
+    """``tests.multiprocess_worker.config_for(mode)`` (with its per-process Sebulba device
+    split) as ``--config.field=value`` overrides of the mode's config file."""
+    from configs import cartpole_ppo, cartpole_ppo_sebulba
+
+    base = (cartpole_ppo if mode == "anakin" else cartpole_ppo_sebulba).get_config()
+    config = config_for(mode)
+    if mode == "sebulba":
+        config.actor_device_ids, config.learner_device_ids = (0,), (1,)
+    return [f"--config.{key}={_flag_value(value)}" for key, value in config.items()
+            if not isinstance(value, ConfigDict) and value != base[key]]
+
+
+def _one_process(mode: str) -> list[dict]:
+    """The rows of ``config_for(mode)`` in this process on 4 devices, laid out as the two
+    processes lay them out (as tests/test_multiprocess.py does)."""
+    if mode == "anakin":
+        from anakin.train import train
+
+        return train(config_for("anakin"), None, mesh=data_mesh(jax.devices()[:4]))
+    from sebulba.train import prepare, train
+
+    config = config_for("sebulba")
+    config.actor_device_ids, config.learner_device_ids = (0, 2), (1, 3)
+    prepare(config)
+    return train(config, None)
+
+
+@pytest.mark.skipif(jax.device_count() < 4, reason="needs 4 (fake) devices")
+@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+def test_two_processes_match_one(mode, tmp_path):
+    proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--timeout_s=150", "--",
+                      sys.executable, "-m", f"{mode}.main", f"--config={CONFIG_FILES[mode]}",
+                      f"--workdir={tmp_path}", *_config_flags(mode)])
+    try:  # the one-process twin trains here while the launched processes compile
+        single = _one_process(mode)
+    except BaseException:
+        _abandon(proc)
+        raise
+    code, out, err, pids = _finish(proc, timeout_s=180)
+    assert code == 0, err[-3000:]
+    assert len(pids) == 2
+    lines = [ln for ln in (out + err).splitlines() if not ln.startswith("launch: ")]
+    assert all(ln.startswith(("[p0] ", "[p1] ")) for ln in lines), lines[:5]
+    assert {ln[:5] for ln in lines} == {"[p0] ", "[p1] "}
+    assert any(ln.startswith("[p0] update ") for ln in err.splitlines())
+    two = read_metrics(tmp_path)
+    assert len(two) >= COMPARED_UPDATES
+    assert_rows_close(single[:COMPARED_UPDATES], two[:COMPARED_UPDATES], tol=1e-4)
+
+
+# --- the launcher itself, with small Python children ---------------------------------------
+
+
+def test_fields_devices_and_prefixes():
+    env = dict(entry_env(), XLA_FLAGS="--xla_cpu_multi_thread_eigen=false "
+                                      "--xla_force_host_platform_device_count=7")
+    code, out, err, _ = _run(["--num_processes=2", "--devices_per_process=3", "--port=12345",
+                              "--", sys.executable, "-c", ECHO, "--config.seed=1"], env=env)
+    assert code == 0, err
+    for i in range(2):
+        assert (f"[p{i}] args --config.seed=1 --config.coordinator_address=127.0.0.1:12345 "
+                f"--config.num_processes=2 --config.process_id={i}") in out.splitlines()
+        assert (f"[p{i}] env cpu --xla_cpu_multi_thread_eigen=false "
+                "--xla_force_host_platform_device_count=3") in out.splitlines()
+        assert f"[p{i}] no newline" in out.splitlines()
+        assert f"[p{i}] to stderr" in err.splitlines()
+    assert "to stderr" not in out
+
+
+@pytest.mark.parametrize("mode, grace", [("fail", 10), ("fail-stubborn", 1)])
+def test_first_failure_wins_and_stops_the_others(mode, grace, tmp_path):
+    start = time.monotonic()
+    code, _, err, pids = _run(["--num_processes=2", f"--grace_s={grace}",
+                               *_child(mode, tmp_path)], timeout_s=60)
+    assert code == 3, err
+    assert time.monotonic() - start < 8 + (grace if mode == "fail-stubborn" else 0)
+    assert "launch: p1 exited with 3; stopping the others" in err
+    assert len(pids) == 2  # and none alive: checked by _finish
+
+
+def _wait_for(ready, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.parametrize("sig, expected", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_reaches_every_process(sig, expected, tmp_path):
+    proc = _launcher(["--num_processes=2", *_child("term", tmp_path)])
+    ready = _wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in range(2)), 30)
+    proc.send_signal(sig if ready else signal.SIGKILL)
+    code, _, err, _ = _finish(proc, timeout_s=30)
+    assert ready, f"the children never got ready\n{err}"
+    assert code == expected, err
+    assert all((tmp_path / f"term{i}").exists() for i in range(2))
+
+
+def test_processes_die_with_a_killed_launcher(tmp_path):
+    proc = _launcher(["--num_processes=2", *_child("sleep", tmp_path)])
+    ready = _wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in range(2)), 30)
+    proc.kill()
+    _, err = proc.communicate(timeout=10)
+    pids = _pids(err)
+    gone = _wait_for(lambda: not any(_alive(p) for p in pids), 10)
+    left = _kill_alive(pids)
+    assert ready and len(pids) == 2 and gone and not left, err
+
+
+def test_timeout_kills_everything(tmp_path):
+    start = time.monotonic()
+    code, _, err, pids = _run(["--num_processes=2", "--timeout_s=1",
+                               *_child("sleep", tmp_path)], timeout_s=30)
+    assert code == 124, err
+    assert time.monotonic() - start < 10
+    assert len(pids) == 2 and "launch: timed out after 1 s" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--num_processes=0", "--", "true"], "--num_processes: must be >= 1, got 0"),
+    (["--num_processes=2", "--devices_per_process=0", "--", "true"],
+     "--devices_per_process: must be >= 1, got 0"),
+    (["--num_processes=2"], "no command after --"),
+    (["--num_processes=2", "--"], "no command after --"),
+    (["--num_processes=x", "--", "true"], "invalid int value"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, message):
+    code, out, err, _ = _run(args, timeout_s=30)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("launch error: ") and message in err
+
+
+def test_command_that_does_not_start():
+    code, _, err, _ = _run(["--num_processes=2", "--", "/nonexistent/command"], timeout_s=30)
+    assert code == 127 and "launch: cannot start" in err
+
+
+# --- rlcore.distributed: joining what JAX detects by itself --------------------------------
+
+SLURM = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "localhost", "SLURM_PROCID": "0",
+         "SLURM_LOCALID": "0"}
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, None),
+    (dict(SLURM, SLURM_NTASKS="2"), "slurm"),
+    (dict(SLURM, SLURM_NTASKS="1"), None),          # srun -n 1: stays single-process
+    ({"SLURM_JOB_ID": "7", "SLURM_NTASKS": "2"}, None),  # ssh into an allocation
+])
+def test_detected_cluster(env, expected, monkeypatch):
+    for key in [k for k in os.environ if k.startswith(("SLURM_", "OMPI_"))]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert distributed.detected_cluster() == expected
+
+
+JOIN = """
+import jax
+from configs import base
+from rlcore import distributed
+distributed.initialize(base.get_config())  # no process fields given
+print(jax.process_count(), jax.device_count(), jax.process_index())
+"""
+
+
+def test_slurm_step_joins_by_itself():
+    """Two processes with a 2-task SLURM step's variables and default process fields form
+    one 4-device runtime."""
+    port = free_port()
+    procs = []
+    try:
+        for i in range(2):
+            env = {**entry_env(), **SLURM, "SLURM_NTASKS": "2", "SLURM_PROCID": str(i),
+                   "SLURM_LOCALID": str(i), "JAX_COORDINATOR_PORT": str(port),
+                   "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+            procs.append(subprocess.Popen([sys.executable, "-c", JOIN], cwd=REPO, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True, start_new_session=True))
+        outputs = [p.communicate(timeout=60)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+    for i, out in enumerate(outputs):
+        assert f"2 4 {i}" in out.splitlines(), out[-2000:]
+
