@@ -269,10 +269,11 @@ def restore_latest(workdir: str, like, mode: str):
       mode: ``"anakin"`` or ``"sebulba"``, for the error message.
 
     Raises:
-      EvalError: the checkpoint does not have ``like``'s structure (e.g. a run of the
-        other architecture).
+      EvalError: the checkpoint did not restore into ``like`` (damaged, or not a train
+        state of this mode and config, e.g. a run of the other architecture), in one line
+        naming its path.
     """
-    from rlcore.checkpoint import Checkpointer
+    from rlcore.checkpoint import Checkpointer, DamagedCheckpoint
 
     ckpt = Checkpointer(workdir)
     try:
@@ -280,12 +281,11 @@ def restore_latest(workdir: str, like, mode: str):
         if step is None:
             raise EvalError(f"--workdir: no checkpoint in {checkpoint_dir(workdir)}")
         try:
-            return ckpt.restore(like, step), step
-        except (ValueError, KeyError, TypeError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise EvalError(f"--workdir: checkpoint {step} is not a {mode} train state of "
-                            f"this config (trained by the other architecture?): "
-                            f"{first[:160]}") from None
+            return ckpt.restore_checked(like, step), step
+        except DamagedCheckpoint as e:
+            raise EvalError(f"--workdir: checkpoint {e.path} did not restore as a {mode} "
+                            f"train state of this config (damaged, or trained by the other "
+                            f"architecture?): {e.reason}") from None
     finally:
         ckpt.close()
 
