@@ -133,14 +133,12 @@ class AnakinRun:
             per_agent = self.per_agent(lambda p, r: self.evaluate(p, r.eval, ids, u))
             return jax.lax.psum(per_agent(learner.params, roots), AXIS)
 
-        u = learner.update.reshape(-1)[0]
-        lead = () if self.num_agents == 1 else (self.num_agents,)
-        shape = (jax.eval_shape(run, None) if every else
-                 jax.eval_shape(lambda: EpisodeSummary(jnp.zeros(lead), jnp.zeros(lead),
-                                                       jnp.zeros(lead, jnp.int32))))
-        zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
         if not every:
-            return zeros(None)
+            lead = () if self.num_agents == 1 else (self.num_agents,)
+            return EpisodeSummary(jnp.zeros(lead), jnp.zeros(lead), jnp.zeros(lead, jnp.int32))
+        u = learner.update.reshape(-1)[0]
+        shape = jax.eval_shape(run, None)
+        zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
         return jax.lax.cond(u % every == 0, run, zeros, None)
 
     def init_state(self) -> AnakinState:
@@ -268,10 +266,13 @@ def check_fields(config, counts: DeviceCounts) -> int:
             "must be 0 (all) in a multi-process run")
     positive_int(config, "updates_per_call")
     positive_int(config, "num_seeds")
-    require(config.num_seeds == 1 or config.seed + config.num_seeds <= MAX_SEED, "num_seeds",
-            f"seeds {config.seed}..{config.seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
+    seed = config.seed  # checked with the shared fields; here only whether the seeds fit
+    if config.num_seeds > 1 and is_int(seed):
+        require(seed + config.num_seeds <= MAX_SEED, "num_seeds",
+                f"seeds {seed}..{seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
     shards = n or counts.devices
-    require(not is_int(config.eval_episodes) or config.eval_episodes % shards == 0,
+    require(not config.eval_every or not is_int(config.eval_episodes)
+            or config.eval_episodes % shards == 0,
             "eval_episodes", f"{config.eval_episodes} episodes do not split over {shards} "
             "devices")
     return shards

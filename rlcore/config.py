@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Callable
 
 import ml_collections
@@ -26,6 +27,14 @@ from rlcore.sweep import SWEEPABLE, swept, variants, with_values
 from rlcore.types import EnvSpec
 
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
+# Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.
+MAX_INT32 = 2**31 - 1
+# The env-step budget is counted in Python; int64 keeps it printable and comparable.
+MAX_INT64 = 2**63 - 1
+# Number fields enter the compiled programs as float32: larger magnitudes become inf.
+FLOAT32_MAX = 3.4028234663852886e38
+BOOL_FIELDS = ("anneal_lr", "clip_vloss", "norm_adv", "xla_cpu_multi_thread_eigen")
+DEBUG_FIELDS = ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,17 +98,56 @@ def is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def positive_int(config, field: str) -> None:
+def is_number(value) -> bool:
+    """An int or float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def shown(value) -> str:
+    """``repr(value)`` for a message, short for huge ints (Python refuses to print ints of
+    more than 4300 digits)."""
+    if is_int(value) and value.bit_length() > 64:
+        return f"{'-' if value < 0 else ''}an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def int_at_most(field: str, value: int, hi: int = MAX_INT32) -> None:
+    """Refuses an int above ``hi`` (default: int32, as the programs hold it)."""
+    bound = "2**31 - 1 (int32)" if hi == MAX_INT32 else f"{hi}"
+    require(value <= hi, field, f"must be at most {bound}, got {shown(value)}")
+
+
+def positive_int(config, field: str, hi: int = MAX_INT32) -> None:
+    """A positive int, at most ``hi``."""
     value = config[field]
-    require(is_int(value) and value > 0, field, f"must be a positive integer, got {value!r}")
+    require(is_int(value) and value > 0, field, f"must be a positive integer, got {shown(value)}")
+    int_at_most(field, value, hi)
+
+
+def int_in(config, field: str, lo: int, what: str) -> None:
+    """An int in ``[lo, MAX_INT32]``; ``what`` ends the message for a value below ``lo``."""
+    value = config[field]
+    require(is_int(value) and value >= lo, field, f"must be an integer {what}, got {shown(value)}")
+    int_at_most(field, value)
 
 
 def number(config, field: str, lo=None, hi=None) -> None:
-    """A finite int or float, within ``[lo, hi]`` where given."""
-    value = config[field]
-    require(isinstance(value, (int, float)) and not isinstance(value, bool), field,
-            f"must be a number, got {value!r}")
-    require(math.isfinite(value), field, f"must be finite, got {value}")
+    """A finite int or float that float32 holds, within ``[lo, hi]`` where given."""
+    number_value(field, config[field], lo, hi)
+
+
+def number_value(field: str, value, lo=None, hi=None) -> None:
+    """``number``'s checks of one value (also each swept value); errors name ``field``."""
+    require(is_number(value), field, f"must be a number, got {shown(value)}")
+    require(not isinstance(value, float) or math.isfinite(value), field,
+            f"must be finite, got {value}")
+    require(abs(value) <= FLOAT32_MAX, field,
+            f"must fit in float32 (|x| <= {FLOAT32_MAX:.4g}), got {shown(value)}")
+    # A Python int enters a jitted computation as int32 (weakly typed), whatever the field.
+    require(not is_int(value) or abs(value) <= MAX_INT32, field,
+            f"is an integer past int32 ({shown(value)}); write it as a float, e.g. "
+            f"{float(value):g}")
     if lo is not None:
         require(value >= lo, field, f"must be >= {lo}, got {value}")
     if hi is not None:
@@ -107,15 +155,19 @@ def number(config, field: str, lo=None, hi=None) -> None:
 
 
 def choice(config, field: str, choices) -> None:
-    require(config[field] in choices, field,
-            f"must be one of {', '.join(choices)}, got {config[field]!r}")
+    """One of ``choices`` (strings; a value of another type, hashable or not, is refused)."""
+    value = config[field]
+    require(isinstance(value, str) and value in choices, field,
+            f"must be one of {', '.join(choices)}, got {shown(value)}")
 
 
 def validate_distributed(config) -> None:
     """Checks the multi-process fields (before ``jax.distributed.initialize``)."""
     positive_int(config, "num_processes")
+    positive_int(config, "heartbeat_timeout_s")
     require(is_int(config.process_id) and 0 <= config.process_id < config.num_processes,
-            "process_id", f"must be in [0, {config.num_processes}), got {config.process_id!r}")
+            "process_id",
+            f"must be in [0, {config.num_processes}), got {shown(config.process_id)}")
     if config.num_processes > 1:
         require(isinstance(config.coordinator_address, str) and ":" in config.coordinator_address,
                 "coordinator_address", "must be host:port when num_processes > 1")
@@ -130,10 +182,32 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> None:
       mode: the architecture's checks.
       counts: device and process counts of the runtime.
     """
+    _validate_structure(config)
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_network(config, mode.env_spec(config.env_id))
     _validate_sweep(config, shards, mode.check_env_id)
+
+
+def _validate_structure(config) -> None:
+    """The sub-configs the mode checks read: ``debug`` with its knobs, and ``sweep`` (where
+    the config has one) with a tuple of values, or None, per field."""
+    debug = config.get("debug")
+    require(isinstance(debug, (ml_collections.ConfigDict, Mapping)), "debug",
+            f"must be a sub-config of the debug knobs, got {shown(debug)}")
+    for field in DEBUG_FIELDS:
+        require(field in debug, f"debug.{field}", "is missing")
+    if "sweep" not in config:
+        return
+    sweep = config.sweep
+    require(isinstance(sweep, (ml_collections.ConfigDict, Mapping)), "sweep",
+            f"must be a sub-config of per-field value tuples, got {shown(sweep)}")
+    for field, values in sweep.items():
+        require(field in config and field not in ("debug", "sweep"), "sweep",
+                f"{field!r} is not a field of the config")
+        require(values is None or isinstance(values, (tuple, list)), f"sweep.{field}",
+                "must be a tuple of values (e.g. --config.sweep.learning_rate=1e-3,3e-4), "
+                f"got {shown(values)}")
 
 
 def _validate_sweep(config, num_shards: int, check_env_id) -> None:
@@ -144,9 +218,10 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
         require(field in SWEEPABLE, f"sweep.{field}",
                 "sets an array shape or the run's structure, which agents of one program "
                 f"share; sweepable fields: {', '.join(SWEEPABLE)}")
-        require(all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                    for v in fields[field]), f"sweep.{field}",
-                f"values must be numbers, got {fields[field]!r}")
+        require(all(is_number(v) for v in fields[field]), f"sweep.{field}",
+                f"values must be numbers, got {shown(fields[field])}")
+        for value in fields[field]:  # as given: the agents' programs take them so
+            number_value(f"sweep.{field}", value)
     if "max_grad_norm" in fields:
         require(all(v > 0 for v in fields["max_grad_norm"]),
                 "sweep.max_grad_norm", "swept values must be > 0 (0, no clipping, changes "
@@ -164,15 +239,17 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
 def _validate_common(config, num_shards: int, check_env_id) -> None:
     """The fields both modes share; ``num_shards``: learner devices over all processes."""
     require(is_int(config.seed) and 0 <= config.seed < MAX_SEED, "seed",
-            f"must be an integer in [0, {MAX_SEED}), got {config.seed!r}")
+            f"must be an integer in [0, {MAX_SEED}), got {shown(config.seed)}")
     choice(config, "algorithm", ALGORITHMS)
     choice(config, "network", NETWORKS)
     choice(config, "optimizer", OPTIMIZERS)
-    for field in ("total_env_steps", "num_envs", "num_steps", "num_epochs",
-                  "num_minibatches", "log_every"):
+    positive_int(config, "total_env_steps", hi=MAX_INT64)
+    for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every"):
         positive_int(config, field)
-    require(is_int(config.checkpoint_every) and config.checkpoint_every >= 0,
-            "checkpoint_every", f"must be an integer >= 0, got {config.checkpoint_every!r}")
+    int_in(config, "checkpoint_every", 0, ">= 0")
+    for field in BOOL_FIELDS:
+        require(isinstance(config[field], bool), field,
+                f"must be true or false, got {shown(config[field])}")
     number(config, "learning_rate", lo=0.0)
     require(config.learning_rate > 0, "learning_rate", "must be > 0")
     number(config, "adam_eps", lo=0.0)
@@ -185,12 +262,12 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
                   "clip_pg_rho"):
         number(config, field, lo=0.0)
     _validate_wandb(config)
-    require(is_int(config.eval_every) and config.eval_every >= 0, "eval_every",
-            f"must be an integer >= 0 (0: off), got {config.eval_every!r}")
+    int_in(config, "eval_every", 0, ">= 0 (0: off)")
     positive_int(config, "eval_episodes")
     positive_int(config, "eval_max_steps")
-    require(is_int(config.update_unroll) and config.update_unroll >= 0,
-            "update_unroll", "must be an integer >= 0 (0: fully unrolled)")
+    int_in(config, "update_unroll", 0, ">= 0 (0: fully unrolled)")
+    require(isinstance(config.env_id, str), "env_id",
+            f"must be a string such as CartPole-v1, got {shown(config.env_id)}")
     check_env_id(config.env_id)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")
@@ -201,10 +278,15 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
-    require(isinstance(config.xla_cpu_multi_thread_eigen, bool), "xla_cpu_multi_thread_eigen",
-            f"must be true or false, got {config.xla_cpu_multi_thread_eigen!r}")
-    for field in ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update"):
-        require(is_int(config.debug[field]), f"debug.{field}", "must be an integer")
+    updates = config.total_env_steps // (config.num_envs * config.num_steps)
+    require(updates <= MAX_INT32, "total_env_steps",
+            f"{shown(config.total_env_steps)} env steps make {shown(updates)} updates; at most "
+            "2**31 - 1 (the int32 update counter)")
+    for field in DEBUG_FIELDS:
+        value = config.debug[field]
+        require(is_int(value), f"debug.{field}", f"must be an integer, got {shown(value)}")
+        require(abs(value) <= MAX_INT32, f"debug.{field}",
+                f"must be within +-(2**31 - 1) (int32), got {shown(value)}")
 
 
 def _validate_wandb(config) -> None:

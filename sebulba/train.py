@@ -28,10 +28,13 @@ from rlcore.config import (
     ModeChecks,
     choice,
     derive,
+    int_at_most,
+    int_in,
     is_int,
     number,
     positive_int,
     require,
+    shown,
 )
 from rlcore.learner import init_learner_state
 from rlcore.metrics import eval_scalars
@@ -68,15 +71,16 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
     choice(config, "pipeline", pipeline.PIPELINES)
-    require(is_int(config.env_threads) and config.env_threads >= 0, "env_threads",
-            "must be an integer >= 0")
+    int_in(config, "env_threads", 0, ">= 0 (0: EnvPool's default)")
     number(config, "queue_timeout_s")
     require(config.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
     jitter = config.debug.actor_jitter_ms
     require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
-            f"must be an integer >= 0, got {jitter!r}")
+            f"must be an integer >= 0, got {shown(jitter)}")
+    int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
+    positive_int(config, "num_envs")
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
-    require(is_int(config.num_envs) and config.num_envs % actors == 0, "num_envs",
+    require(config.num_envs % actors == 0, "num_envs",
             f"{config.num_envs} envs do not split over {counts.processes} processes x "
             f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
     return counts.processes * len(config.learner_device_ids)

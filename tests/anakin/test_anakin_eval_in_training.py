@@ -56,7 +56,8 @@ def test_evaluation_with_several_agents_and_validation():
     assert training_part(evald) == training_part(plain)
     assert sorted({r["seed"] for r in evald if "eval/episode_return" in r}) == [0, 1]
     with pytest.raises(ConfigError, match="eval_episodes: 6 episodes do not split over 4"):
-        prepare(_config(eval_episodes=6))
+        prepare(_config(eval_episodes=6, eval_every=5))
+    prepare(_config(eval_episodes=6))  # evaluation off: its size is not checked
     with pytest.raises(ConfigError, match="eval_every"):
         prepare(_config(eval_every=-1))
 
