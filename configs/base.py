@@ -67,6 +67,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.coordinator_address = ""      # host:port of process 0
     c.num_processes = 1             # processes of the run
     c.process_id = 0                # this process, 0..num_processes-1
+    c.heartbeat_timeout_s = 20      # a peer silent this long aborts the run (dead host)
     # Test knobs, off by default.
     c.debug = ml_collections.ConfigDict()  # fault injection for the tests
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)

@@ -20,19 +20,25 @@ def initialize(config) -> None:
     detects by itself (``detected_cluster``: a SLURM step or Open MPI job of several tasks,
     a Cloud TPU pod slice), when that finds more than one process. On CPU the
     cross-process collectives use gloo. Must run before any other JAX call.
+
+    A dead peer ends the run: JAX's coordination service aborts every process once a peer
+    misses its heartbeats for ``config.heartbeat_timeout_s`` (the coordinator's own death at
+    once), wherever they wait (a collective, a checkpoint save, a queue).
     """
+    timeouts = {"heartbeat_timeout_seconds": int(config.heartbeat_timeout_s)}
     if config.num_processes > 1:
         _use_gloo()
         jax.distributed.initialize(
             coordinator_address=config.coordinator_address,
             num_processes=config.num_processes,
             process_id=config.process_id,
+            **timeouts,
         )
         return
     method = detected_cluster()
     if method is not None:
         _use_gloo()
-        jax.distributed.initialize(cluster_detection_method=method)
+        jax.distributed.initialize(cluster_detection_method=method, **timeouts)
 
 
 def _use_gloo() -> None:

@@ -40,7 +40,7 @@ RESUMABLE_CHANGES = frozenset({
     "log_every", "checkpoint_every", "queue_timeout_s", "debug", "coordinator_address",
     "process_id", "env_threads", "updates_per_call", "num_devices", "actor_device_ids",
     "learner_device_ids", "num_actor_threads", "eval_every", "eval_episodes", "eval_max_steps",
-    "wandb_project", "wandb_mode",
+    "wandb_project", "wandb_mode", "heartbeat_timeout_s",
 })
 
 # What a run writes into its directory (``--fresh`` moves these aside, nothing else).

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import jax
@@ -321,3 +322,47 @@ def test_slurm_step_joins_by_itself():
     for i, out in enumerate(outputs):
         assert f"2 4 {i}" in out.splitlines(), out[-2000:]
 
+
+
+# --- a dead peer ends the run ---------------------------------------------------------------
+
+
+def _read_lines(stream, lines: list[str], seen: threading.Event, marker: str) -> None:
+    for line in stream:
+        lines.append(line)
+        if marker in line:
+            seen.set()
+
+
+@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
+    """SIGKILL of process 1 mid-run (a checkpoint every update, so it may land in a save, a
+    collective or a queue wait): process 0 exits non-zero by itself within 60 s. The
+    launcher's grace (120 s) is longer than that, so it is the runtime that ends it: JAX's
+    coordination service after ``heartbeat_timeout_s``."""
+    flags = _config_flags(mode) + ["--config.total_env_steps=50000000",
+                                   "--config.checkpoint_every=1", "--config.log_every=1",
+                                   "--config.heartbeat_timeout_s=10"]
+    proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--grace_s=120",
+                      "--timeout_s=170", "--", sys.executable, "-m", f"{mode}.main",
+                      f"--config={CONFIG_FILES[mode]}", f"--workdir={tmp_path / 'run'}",
+                      *flags])
+    lines, running = [], threading.Event()
+    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines, running,
+                                                        "[p0] update "), daemon=True)
+    reader.start()
+    try:
+        assert running.wait(120), "".join(lines)[-3000:]
+        pids = _pids("".join(lines))
+        os.kill(pids[1], signal.SIGKILL)
+        killed_at = time.monotonic()
+        code = proc.wait(timeout=90)
+        elapsed = time.monotonic() - killed_at
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        left = _kill_alive(_pids("".join(lines)))
+    assert not left, "processes outlived the launcher"
+    assert code != 0 and elapsed < 60, (code, elapsed, "".join(lines)[-3000:])
+    assert "launch: p1 exited with 137" in "".join(lines)
