@@ -14,6 +14,7 @@ holds it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -79,6 +80,16 @@ def _drop_closed_loop_errors() -> None:
 
     hook.drops_closed_loop_errors = True
     sys.unraisablehook = hook
+    # The other reads of a failed restore end as futures nobody awaits; asyncio logs each
+    # ("Task exception was never retrieved") with its traceback. Only orbax's are dropped.
+    logging.getLogger("asyncio").addFilter(_drop_orbax_task_errors)
+
+
+def _drop_orbax_task_errors(record: logging.LogRecord) -> bool:
+    """Logging filter: False for asyncio's report of an unawaited failed orbax read."""
+    message = record.getMessage()
+    return not (message.startswith("Task exception was never retrieved")
+                and "orbax" in message)
 
 
 class Checkpointer:
