@@ -649,3 +649,18 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         print(f"video: {args.video} ({len(evaluation.frames)} frames of "
               f"{evaluation.frames[0].shape[1]}x{evaluation.frames[0].shape[0]})")
     sys.exit(0)
+
+
+def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation]) -> None:
+    """``python -m <mode>.evaluate``: flags, then ``run(evaluate)`` with ``configs/base.py``
+    filling the fields an older ``config.json`` lacks."""
+    from absl import app
+
+    def _main(argv):
+        del argv
+        from configs import base
+
+        run(evaluate, base.get_config)
+
+    define_flags()
+    app.run(_main, flags_parser=parse_flags)

@@ -24,7 +24,6 @@ from typing import Callable
 
 import jax
 import numpy as np
-from absl import app
 
 from rlcore import evaluation as ev
 
@@ -120,17 +119,5 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     return ev.Evaluation(results=results, frames=frames, header=header)
 
 
-def _defaults():
-    from configs import base
-
-    return base.get_config()
-
-
-def _main(argv):
-    del argv
-    ev.run(evaluate, _defaults)
-
-
 if __name__ == "__main__":
-    ev.define_flags()
-    app.run(_main, flags_parser=ev.parse_flags)
+    ev.main(evaluate)
