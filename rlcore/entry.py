@@ -18,7 +18,7 @@ import traceback
 from absl import flags, logging
 from ml_collections import config_flags
 
-from rlcore import distributed
+from rlcore import distributed, memory
 from rlcore.config import ModeChecks, validate, validate_distributed
 from rlcore.errors import ConfigError
 from rlcore.metrics import group_by_variant, variant_keys
@@ -147,14 +147,17 @@ def apply_xla_cpu_flags(config) -> None:
 
 def prepare(config, mode: ModeChecks) -> None:
     """Checks the process fields, joins the multi-process runtime, then checks every other
-    field for ``mode``: all before anything compiles.
+    field for ``mode`` and that the run fits in memory (``rlcore.memory``, on this
+    runtime's devices and host): all before anything compiles.
 
     Raises:
       ConfigError: ``"field: what is wrong"``.
     """
     validate_distributed(config)
     distributed.initialize(config)
-    validate(config, mode, distributed.device_counts())
+    counts = distributed.device_counts()
+    validate(config, mode, counts)
+    memory.check_run(config, mode, counts)
 
 
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:

@@ -1,0 +1,130 @@
+"""``rlcore.memory``'s estimate against XLA's own accounting of the compiled programs.
+
+``python -m benchmarks.memory_check`` compiles (does not run) the Sebulba learner update of
+``configs/atari_ppo.py`` with a small ``num_envs`` (``python -m benchmarks.memory_check
+NUM_ENVS NUM_STEPS``; default 8 32) and the whole Anakin call of
+``configs/minatar_breakout_ppo.py`` with its own sizes, on one CPU device, and prints the
+estimate next to ``compiled.memory_analysis()`` (arguments + outputs + temporaries, less
+the bytes outputs alias from donated arguments).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from rlcore import memory
+from rlcore.learner import init_learner_state, make_update_fn_for
+from rlcore.networks import make_network
+from rlcore.optim import optimizer_for
+from rlcore.types import EnvSpec, Trajectory
+
+# Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
+ATARI_SPEC = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=18)
+
+
+def measured_bytes(compiled) -> int:
+    """Arguments + outputs + temporaries of a compiled program, less aliased outputs."""
+    m = compiled.memory_analysis()
+    return (m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
+            - m.alias_size_in_bytes)
+
+
+def trajectory_shapes(spec: EnvSpec, t: int, b: int, with_value: bool) -> Trajectory:
+    """ShapeDtypeStructs of a Trajectory ``[T, B]`` of ``spec``."""
+    s = jax.ShapeDtypeStruct
+    obs = tuple(spec.obs_shape)
+    return Trajectory(
+        obs=s((t, b) + obs, jnp.dtype(spec.obs_dtype)), action=s((t, b), jnp.int32),
+        reward=s((t, b), jnp.float32), terminated=s((t, b), jnp.bool_),
+        truncated=s((t, b), jnp.bool_), behaviour_logits=s((t, b, spec.num_actions),
+                                                            jnp.float32),
+        behaviour_value=s((t, b), jnp.float32) if with_value else None,
+        bootstrap_obs=s((b,) + obs, jnp.dtype(spec.obs_dtype)))
+
+
+def compile_learner_update(config, spec: EnvSpec):
+    """The one-device learner update (Sebulba's: no behaviour values), compiled."""
+    net = make_network(config.network, spec)
+    opt = optimizer_for(config, 1000)
+    update = make_update_fn_for(config, net.apply, opt)
+    state = jax.eval_shape(lambda k: init_learner_state(net, opt, k, spec), jax.random.key(0))
+    traj = trajectory_shapes(spec, config.num_steps, config.num_envs, with_value=False)
+    return jax.jit(update, donate_argnums=0).lower(state, traj, jax.random.key(1)).compile()
+
+
+def compile_anakin_call(config):
+    """The whole Anakin call (rollout + update, ``updates_per_call`` slots) on one device,
+    compiled."""
+    from anakin.train import AnakinRun
+    from rlcore import distributed
+
+    run = AnakinRun(config, distributed.data_mesh(jax.devices()[:1]))
+    state = jax.eval_shape(run.init_state)
+    fn = jax.jit(jax.shard_map(run._device_call, mesh=run.mesh,
+                               in_specs=(run.state_spec, P(), P(), P()),
+                               out_specs=(run.state_spec, P())), donate_argnums=0)
+    return fn.lower(state, jnp.int32(1), run.roots, run.values).compile(), run.env.spec
+
+
+def atari_config(num_envs: int = 8, num_steps: int = 32):
+    """configs/atari_ppo.py with a small batch (1 learner device)."""
+    from configs import atari_ppo
+
+    c = atari_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_actor_threads = num_envs, num_steps, 1
+    return c
+
+
+def minatar_config():
+    """configs/minatar_breakout_ppo.py with its own sizes, on one device."""
+    from configs import minatar_breakout_ppo
+
+    c = minatar_breakout_ppo.get_config()
+    c.num_devices = 1
+    return c
+
+
+def rows(atari_envs: int = 8, atari_steps: int = 32):
+    """``(name, estimate, measured bytes, compile seconds)`` of the programs: the Atari
+    learner with a rolled gradient-step loop (``update_unroll=1``) and with the config's own
+    ``update_unroll=0`` (XLA CPU then keeps every unrolled step's buffers:
+    ``rlcore.memory.live_steps``), and the MinAtar Anakin call."""
+    out = []
+    for unroll in (1, 0):
+        c = atari_config(atari_envs, atari_steps)
+        c.update_unroll = unroll
+        t0 = time.perf_counter()
+        measured = measured_bytes(compile_learner_update(c, ATARI_SPEC))
+        out.append((f"atari_ppo learner (B={c.num_envs}, T={c.num_steps}, unroll={unroll})",
+                    memory.estimate(c, ATARI_SPEC, "sebulba", 1), measured,
+                    time.perf_counter() - t0))
+    c = minatar_config()
+    t0 = time.perf_counter()
+    compiled, spec = compile_anakin_call(c)
+    out.append((f"minatar_breakout_ppo anakin call (B={c.num_envs}, T={c.num_steps})",
+                memory.estimate(c, spec, "anakin", 1), measured_bytes(compiled),
+                time.perf_counter() - t0))
+    return out
+
+
+def main(argv) -> None:
+    atari_envs = int(argv[1]) if len(argv) > 1 else 8
+    atari_steps = int(argv[2]) if len(argv) > 2 else 32
+    mib = 2**20
+    print(f"{'program':58} {'estimate MiB':>12} {'measured MiB':>12} {'ratio':>6} "
+          f"{'compile s':>9}")
+    for name, est, measured, secs in rows(atari_envs, atari_steps):
+        print(f"{name:58} {est.total / mib:12.1f} {measured / mib:12.1f} "
+              f"{est.total / measured:6.2f} {secs:9.1f}")
+        print(f"  parts MiB: rollout obs {est.rollout_obs / mib:.1f}, trajectory "
+              f"{est.trajectory / mib:.1f}, minibatch {est.minibatch / mib:.1f}, value pass "
+              f"{est.value_pass / mib:.1f}, params+optim {est.params_optimizer / mib:.1f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

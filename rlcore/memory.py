@@ -1,0 +1,320 @@
+"""Memory checks before compiling: an estimate of a run's peak memory per device, and the
+host memory of Sebulba's rollout queues, against what the machine has.
+
+Nothing here compiles: shapes come from ``jax.eval_shape`` of ``init_learner_state`` (params
+and optimizer state) and of ``jax.vjp`` of ``network.apply`` (whose pullback holds exactly
+the residuals a backward pass keeps). Sizes per device, with
+
+- ``A`` agents (Anakin: ``num_seeds`` x sweep variants; Sebulba: 1), ``T = num_steps``,
+  ``B = num_envs / learner shards`` (envs per device), ``M = num_minibatches``,
+  ``n = T * B / M`` samples per minibatch;
+- ``o``: bytes of one observation; ``r``: bytes of other trajectory fields per step
+  (action, reward, terminated, truncated, logits, Anakin's behaviour value, and PPO's old
+  value, advantages and targets); ``s``: residual bytes per sample of the network's
+  backward pass; ``f``: the largest activation of one sample; ``P``: bytes of params;
+  ``O``: bytes of the optimizer state; ``K = VALUE_CHUNK``; ``L``: gradient steps whose
+  buffers are live at once (``live_steps``: on CPU the steps one iteration of the unrolled
+  gradient-step loop holds, ``num_epochs * num_minibatches`` when fully unrolled; 1 on
+  GPU/TPU, not measured there):
+
+::
+
+    rollout obs     = A * (T + 1) * B * o                 (obs and bootstrap obs / env carry)
+    trajectory      = A * T * B * r
+    minibatch       = A * L * n * (o + BACKWARD_FACTOR * s)   (gradient steps live at once)
+    value pass      = Sebulba PPO: (T + 1) * B * o + FORWARD_FACTOR * min(K, (T + 1) * B) * f
+                      (the recomputed values: a copy of the obs and one chunk's forward);
+                      Anakin PPO: A * FORWARD_FACTOR * B * f (the bootstrap values);
+                      IMPALA: 0
+    params, optim   = A * (2 * P + O)                     (params, gradients, state)
+    total           = rollout obs + trajectory + params, optim + max(minibatch, value pass)
+
+(the value pass ends before the first gradient step, so only the larger of the two is live).
+A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limit``
+(GPU/TPU), or on CPU the host's available RAM divided by the local devices the run uses
+(fake CPU devices share it). Sebulba's host memory, against the host's available RAM::
+
+    host = QUEUE_DEPTH * threads * rollout bytes per thread + the learner's assembled batch
+
+with ``QUEUE_DEPTH`` 3 rollouts per actor thread (one queued, one being filled, one held by
+the learner) and rollout bytes ``(T + 1) * envs_per_thread * o + T * envs_per_thread * r``
+(``r`` without the values the learner adds). ``rlcore.entry.prepare`` runs ``check_run``
+after ``rlcore.config.validate``: validation proper stays a function of the config and the
+device counts it is given, the memory check reads the real devices and host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlcore.algorithms.ppo import VALUE_CHUNK
+from rlcore.config import DeviceCounts, ModeChecks
+from rlcore.errors import ConfigError
+from rlcore.learner import init_learner_state
+from rlcore.networks import make_network
+from rlcore.optim import make_optimizer
+from rlcore.sweep import num_agents
+from rlcore.types import EnvSpec
+
+GIB = 2**30
+# A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the
+# parts this estimate leaves out (env states, evaluation, the loss's own temporaries).
+HEADROOM = 0.8
+# Backward pass of a minibatch: the residuals the pullback keeps, plus the activation
+# gradients and the convolutions' scratch live while it runs. XLA CPU measured 1.9x the
+# residuals for the IMPALA ResNet and 1.05x for the MinAtar net (benchmarks/memory_check.py);
+# 2 keeps the estimate at or above both.
+BACKWARD_FACTOR = 2.0
+# Forward-only pass: the input and output of the largest layer live at once.
+FORWARD_FACTOR = 2.0
+# Rollouts per Sebulba actor thread alive at once: queued, being filled, held by the learner.
+QUEUE_DEPTH = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+    """Estimated bytes of one run (see the module docstring for the formulas).
+
+    Attributes:
+      rollout_obs: observation buffers of a rollout, bootstrap obs included, per device.
+      trajectory: the other trajectory fields (and PPO's per-step values), per device.
+      minibatch: one gradient step's minibatch and activations (forward and backward).
+      value_pass: PPO's value pass before the epochs (0 for IMPALA).
+      params_optimizer: params, gradients and optimizer state of every agent.
+      total: peak per device.
+      host: Sebulba's host bytes of the actors' rollouts and the learner's batch (0 for
+        Anakin).
+    """
+
+    rollout_obs: int
+    trajectory: int
+    minibatch: int
+    value_pass: int
+    params_optimizer: int
+    total: int
+    host: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSizes:
+    """Per-network sizes from ``jax.eval_shape`` (see ``network_sizes``).
+
+    Attributes:
+      params: bytes of the params.
+      opt_state: bytes of the optimizer state.
+      residual_per_sample: bytes the backward pass keeps per sample.
+      largest_per_sample: bytes of the largest single activation of one sample.
+    """
+
+    params: int
+    opt_state: int
+    residual_per_sample: int
+    largest_per_sample: int
+
+
+def tree_bytes(tree) -> int:
+    """Bytes of every array (or ShapeDtypeStruct) leaf of ``tree``."""
+    return sum(int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize
+               for x in jax.tree.leaves(tree))
+
+
+def obs_bytes(spec: EnvSpec) -> int:
+    """Bytes of one observation."""
+    return int(np.prod(spec.obs_shape)) * jnp.dtype(spec.obs_dtype).itemsize
+
+
+def step_bytes(spec: EnvSpec, *, with_value: bool, ppo: bool) -> int:
+    """Bytes per env step of the trajectory's fields other than obs: action (int32), reward
+    (float32), terminated and truncated (bool), logits (float32 x actions), the behaviour
+    value where shipped, and PPO's old value, advantages and targets (float32 each)."""
+    return 4 + 4 + 1 + 1 + 4 * spec.num_actions + 4 * with_value + 12 * ppo
+
+
+@functools.lru_cache(maxsize=64)
+def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> NetworkSizes:
+    """Sizes of ``network`` on ``spec`` with ``optimizer`` (gradient clipping or not).
+
+    The residuals of ``jax.vjp(network.apply)`` are affine in the batch size: their bytes at
+    batch 2 minus batch 1 are the per-sample part (the rest are params and constants).
+    """
+    net = make_network(network, spec)
+    opt = make_optimizer(optimizer, 1e-3, max_grad_norm=1.0 if clip else 0.0, total_steps=1)
+    state = jax.eval_shape(
+        functools.partial(init_learner_state, net, opt, spec=spec), jax.random.key(0))
+
+    def residuals(n):
+        obs = jax.ShapeDtypeStruct((n,) + tuple(spec.obs_shape), jnp.dtype(spec.obs_dtype))
+        pullback = jax.eval_shape(
+            lambda p, o: jax.vjp(lambda p: net.apply(p, o), p)[1], state.params, obs)
+        return [tree_bytes(leaf) for leaf in jax.tree.leaves(pullback)]
+
+    one, two = residuals(1), residuals(2)
+    per_leaf = [b - a for a, b in zip(one, two)] if len(one) == len(two) else [0]
+    return NetworkSizes(params=tree_bytes(state.params), opt_state=tree_bytes(state.opt_state),
+                        residual_per_sample=sum(two) - sum(one),
+                        largest_per_sample=max(per_leaf + [obs_bytes(spec) * 4]))
+
+
+def live_steps(config, platform: str) -> int:
+    """Gradient steps whose buffers XLA keeps live at once. On CPU XLA gives every step of
+    an unrolled loop iteration buffers of its own (measured: ``update_unroll`` k holds k
+    steps, fully unrolled all ``num_epochs * num_minibatches``; benchmarks/memory_check.py);
+    elsewhere one step is assumed (not measured)."""
+    steps = config.num_epochs * config.num_minibatches
+    if platform != "cpu":
+        return 1
+    return steps if config.update_unroll == 0 else min(config.update_unroll, steps)
+
+
+def estimate(config, spec: EnvSpec, mode: str, num_shards: int, num_processes: int = 1,
+             platform: str | None = None) -> MemoryEstimate:
+    """The memory a run of ``config`` needs (bytes; formulas in the module docstring).
+
+    Args:
+      config: a config that passed the other checks.
+      spec: the env's EnvSpec.
+      mode: ``"anakin"`` or ``"sebulba"``.
+      num_shards: learner devices over all processes (the env axis is split over them).
+      num_processes: processes of the run (Sebulba's host part is per process).
+      platform: the learner devices' platform (``cpu``, ``gpu``, ``tpu``); default the
+        first local device's.
+    """
+    platform = jax.local_devices()[0].platform if platform is None else platform
+    sebulba = mode == "sebulba"
+    ppo = config.algorithm == "ppo"
+    agents = 1 if sebulba else num_agents(config)
+    sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0)
+    t, b = config.num_steps, config.num_envs // num_shards
+    o = obs_bytes(spec)
+    r = step_bytes(spec, with_value=not sebulba, ppo=ppo)
+    samples = t * b // config.num_minibatches
+    rollout_obs = agents * (t + 1) * b * o
+    trajectory = agents * t * b * r
+    minibatch = (agents * live_steps(config, platform) * samples
+                 * int(o + BACKWARD_FACTOR * sizes.residual_per_sample))
+    value_pass = _value_pass(sebulba, ppo, agents, t, b, o, sizes.largest_per_sample)
+    params = agents * (2 * sizes.params + sizes.opt_state)
+    total = rollout_obs + trajectory + params + max(minibatch, value_pass)
+    host = sebulba_host_bytes(config, spec, num_processes) if sebulba else 0
+    return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
+                          value_pass=value_pass, params_optimizer=params, total=total,
+                          host=host)
+
+
+def _value_pass(sebulba: bool, ppo: bool, agents: int, t: int, b: int, o: int,
+                largest: int) -> int:
+    """PPO's value pass before the epochs (module docstring); 0 for IMPALA."""
+    if not ppo:
+        return 0
+    if sebulba:  # values recomputed over a copy of obs and bootstrap obs, in chunks
+        n = (t + 1) * b
+        return n * o + int(FORWARD_FACTOR * min(VALUE_CHUNK, n) * largest)
+    return agents * int(FORWARD_FACTOR * b * largest)  # Anakin: the bootstrap values only
+
+
+def sebulba_host_bytes(config, spec: EnvSpec, num_processes: int = 1) -> int:
+    """Host bytes of this process's Sebulba rollouts: ``QUEUE_DEPTH`` rollouts per actor
+    thread plus the learner's assembled batch (one rollout of every local env)."""
+    threads = len(config.actor_device_ids) * config.num_actor_threads
+    local_envs = config.num_envs // num_processes
+    per_thread = _rollout_bytes(config.num_steps, local_envs // threads, spec)
+    return QUEUE_DEPTH * threads * per_thread + _rollout_bytes(config.num_steps, local_envs,
+                                                               spec)
+
+
+def _rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
+    """One rollout of ``n`` envs: ``(t + 1) * n`` obs and ``t * n`` steps of other fields."""
+    return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False, ppo=False)
+
+
+def host_available_bytes() -> int:
+    """The host's available RAM: ``MemAvailable`` of /proc/meminfo (free memory plus the
+    page cache the kernel can drop) where there is one, else ``SC_AVPHYS_PAGES *
+    SC_PAGE_SIZE`` (free pages only, so lower)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def device_capacity(devices_used: int) -> tuple[int, str]:
+    """``(bytes, name)`` of the first local device: its ``bytes_limit`` where the platform
+    keeps memory stats (GPU/TPU), else the host's available RAM over ``devices_used`` (CPU
+    devices share the host's RAM)."""
+    device = jax.local_devices()[0]
+    name = f"{device.platform}:{device.id}"
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 - a platform without stats
+        stats = None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"]), name
+    return host_available_bytes() // max(devices_used, 1), name
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
+                   live: int = 1) -> str:
+    """The one line that refuses a run whose device estimate does not fit (``agents``
+    agents, ``live`` gradient steps live at once)."""
+    unroll = (f"update_unroll, whose value keeps {live} gradient steps live at once on CPU; "
+              "1 keeps one")
+    also = [f for f, more in (("num_seeds or the sweep", agents > 1), (unroll, live > 1)) if more]
+    return (f"num_envs: the run needs about {_gib(est.total)} GiB per device (rollout obs "
+            f"{_gib(est.rollout_obs)}, minibatch activations {_gib(est.minibatch)}, value "
+            f"pass {_gib(est.value_pass)}, other trajectory fields {_gib(est.trajectory)}, "
+            f"params and optimizer {_gib(est.params_optimizer)}) but {device} has "
+            f"{_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); lower num_envs or "
+            f"num_steps, or raise num_minibatches"
+            + (f" (also: {'; '.join(also)})" if also else ""))
+
+
+def host_message(est: MemoryEstimate, available: int) -> str:
+    """The one line that refuses a Sebulba run whose host rollouts do not fit."""
+    return (f"num_envs: the actors' rollouts need about {_gib(est.host)} GiB of host memory "
+            f"({QUEUE_DEPTH} per actor thread and the learner's batch) but the host has "
+            f"{_gib(available)} GiB available (a run may use {HEADROOM:.0%}); lower num_envs, "
+            "num_steps or num_actor_threads")
+
+
+def devices_used(config, mode: str, num_shards: int, num_processes: int) -> int:
+    """Local devices the run computes on (those that share the host's RAM on CPU)."""
+    if mode == "sebulba":
+        return len(set(config.actor_device_ids) | set(config.learner_device_ids))
+    return max(num_shards // num_processes, 1)
+
+
+def check(config, spec: EnvSpec, mode: str, num_shards: int, num_processes: int = 1) -> None:
+    """Refuses (``ConfigError`` naming ``num_envs``) a run whose estimate passes
+    ``HEADROOM`` of the device's capacity or, for Sebulba, of the host's available RAM."""
+    platform = jax.local_devices()[0].platform
+    est = estimate(config, spec, mode, num_shards, num_processes, platform)
+    capacity, device = device_capacity(devices_used(config, mode, num_shards, num_processes))
+    if est.total > HEADROOM * capacity:
+        agents = 1 if mode == "sebulba" else num_agents(config)
+        raise ConfigError(device_message(est, capacity, device, agents,
+                                         live_steps(config, platform)))
+    if mode == "sebulba":
+        available = host_available_bytes()
+        if est.host > HEADROOM * available:
+            raise ConfigError(host_message(est, available))
+
+
+def check_run(config, mode: ModeChecks, counts: DeviceCounts) -> None:
+    """``check`` for a config that passed ``rlcore.config.validate`` under ``mode`` on the
+    runtime of ``counts`` (``rlcore.entry.prepare`` calls it)."""
+    shards = mode.check_fields(config, counts)
+    check(config, mode.env_spec(config.env_id), mode.name, shards, counts.processes)

@@ -1,0 +1,120 @@
+"""rlcore.memory: the estimate's parts by hand, oversized configs refused by ``prepare``
+before anything compiles, Sebulba's host check, and the estimate against XLA's own
+accounting of one small compiled update."""
+
+import time
+
+import pytest
+
+from anakin import train as anakin_train
+from benchmarks.memory_check import compile_learner_update, measured_bytes
+from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
+from rlcore import memory
+from rlcore.errors import ConfigError
+from rlcore.types import EnvSpec
+from sebulba import train as sebulba_train
+
+CARTPOLE = EnvSpec(obs_shape=(4,), obs_dtype="float32", num_actions=2)
+MINATAR = EnvSpec(obs_shape=(10, 10, 4), obs_dtype="float32", num_actions=3)
+# MLP 4 -> 64 -> 64 actor and critic, policy head 64 -> 2, value head 64 -> 1.
+MLP_PARAMS = 2 * (4 * 64 + 64 + 64 * 64 + 64) + (64 * 2 + 2) + (64 + 1)
+
+
+def test_cartpole_parts_by_hand():
+    c = cartpole_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_minibatches = 8, 16, 2
+    sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True)
+    assert sizes.params == MLP_PARAMS * 4
+    assert 2 * MLP_PARAMS * 4 <= sizes.opt_state <= 2 * MLP_PARAMS * 4 + 16  # mu, nu, counts
+    est = memory.estimate(c, CARTPOLE, "anakin", num_shards=2)
+    t, b = 16, 4  # 8 envs over 2 shards
+    assert est.rollout_obs == (t + 1) * b * 4 * 4
+    # action, reward, terminated, truncated, 2 logits, behaviour value, PPO's 3 values
+    assert est.trajectory == t * b * (4 + 4 + 1 + 1 + 8 + 4 + 12)
+    assert est.params_optimizer == 2 * sizes.params + sizes.opt_state
+    samples = t * b // 2
+    assert est.minibatch == samples * int(16 + memory.BACKWARD_FACTOR
+                                          * sizes.residual_per_sample)
+    assert est.total == (est.rollout_obs + est.trajectory + est.params_optimizer
+                         + max(est.minibatch, est.value_pass))
+    assert est.host == 0
+
+
+def test_agents_multiply_the_anakin_estimate():
+    c = cartpole_ppo.get_config()
+    one = memory.estimate(c, CARTPOLE, "anakin", 1)
+    c.num_seeds = 3
+    c.sweep.learning_rate = (1e-3, 3e-4)
+    six = memory.estimate(c, CARTPOLE, "anakin", 1)
+    assert six.total == 6 * one.total
+
+
+def test_oversized_atari_refused_by_prepare_quickly():
+    c = atari_ppo.get_config()
+    c.num_envs, c.num_steps = 65536, 128
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"^num_envs: the run needs about [\d.]+ GiB per "
+                       r"device \(rollout obs .*\) but \w+:\d+ has [\d.]+ GiB .*lower "
+                       r"num_envs or num_steps, or raise num_minibatches \(also: "
+                       r"update_unroll, whose value keeps 16 gradient steps live at once on CPU; 1 "
+                       r"keeps one\)$"):
+        sebulba_train.prepare(c)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_live_steps_of_unrolled_loops():
+    c = atari_ppo.get_config()  # 4 epochs x 4 minibatches, fully unrolled
+    assert memory.live_steps(c, "cpu") == 16
+    assert memory.live_steps(c, "gpu") == 1
+    c.update_unroll = 2
+    assert memory.live_steps(c, "cpu") == 2
+    c.update_unroll = 64
+    assert memory.live_steps(c, "cpu") == 16
+    c = cartpole_ppo_sebulba.get_config()
+    c.num_epochs, c.num_minibatches, c.update_unroll = 4, 4, 0
+    one = memory.estimate(c, CARTPOLE, "sebulba", 1, platform="gpu").minibatch
+    assert memory.estimate(c, CARTPOLE, "sebulba", 1, platform="cpu").minibatch == 16 * one
+
+
+def test_oversized_anakin_agents_name_num_seeds():
+    c = minatar_breakout_ppo.get_config()
+    c.num_seeds = 4096
+    c.num_envs, c.total_env_steps = 4096, 10**10
+    with pytest.raises(ConfigError, match=r"^num_envs: .*\(also: num_seeds or the sweep\)$"):
+        anakin_train.prepare(c)
+
+
+def test_normal_configs_accepted():
+    anakin_train.prepare(cartpole_ppo.get_config())
+    anakin_train.prepare(minatar_breakout_ppo.get_config())
+    sebulba_train.prepare(cartpole_ppo_sebulba.get_config())
+
+
+def test_sebulba_host_bytes_and_check(monkeypatch):
+    c = cartpole_ppo_sebulba.get_config()
+    c.num_envs, c.num_steps, c.num_actor_threads = 8, 10, 2
+    per_thread = (10 + 1) * 4 * 16 + 10 * 4 * (4 + 4 + 1 + 1 + 8)  # 4 envs per thread
+    whole = (10 + 1) * 8 * 16 + 10 * 8 * (4 + 4 + 1 + 1 + 8)
+    assert memory.sebulba_host_bytes(c, CARTPOLE) == 3 * 2 * per_thread + whole
+    est = memory.estimate(c, CARTPOLE, "sebulba", 1)
+    assert est.host == 3 * 2 * per_thread + whole
+    monkeypatch.setattr(memory, "device_capacity", lambda n: (2**40, "cpu:0"))
+    memory.check(c, CARTPOLE, "sebulba", 1)
+    monkeypatch.setattr(memory, "host_available_bytes", lambda: est.host)  # 80% rule
+    with pytest.raises(ConfigError, match=r"^num_envs: the actors' rollouts need about .* "
+                       r"lower num_envs, num_steps or num_actor_threads$"):
+        memory.check(c, CARTPOLE, "sebulba", 1)
+
+
+def test_capacity_on_cpu_is_shared_host_ram():
+    capacity, name = memory.device_capacity(4)
+    assert name.startswith("cpu:")
+    assert 0 < capacity <= memory.host_available_bytes() // 4 + 2**30
+
+
+def test_estimate_close_to_compiled_memory_analysis():
+    c = minatar_breakout_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 2, 1
+    measured = measured_bytes(compile_learner_update(c, MINATAR))
+    est = memory.estimate(c, MINATAR, "sebulba", 1).total
+    assert measured / 2 <= est <= 2 * measured, (est, measured)
