@@ -147,7 +147,7 @@ def _config_flags(mode: str) -> list[str]:
 
 def _one_process(mode: str) -> list[dict]:
     """The rows of ``config_for(mode)`` in this process on 4 devices, laid out as the two
-    processes lay them out (as tests/test_multiprocess.py does)."""
+    processes lay them out."""
     if mode == "anakin":
         from anakin.train import train
 
