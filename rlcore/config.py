@@ -23,6 +23,7 @@ from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.errors import ConfigError
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
+from rlcore.seeding import MAX_EVAL_ENVS
 from rlcore.sweep import SWEEPABLE, swept, variants, with_values
 from rlcore.types import EnvSpec
 
@@ -264,6 +265,8 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     _validate_wandb(config)
     int_in(config, "eval_every", 0, ">= 0 (0: off)")
     positive_int(config, "eval_episodes")
+    require(config.eval_episodes <= MAX_EVAL_ENVS, "eval_episodes",
+            f"must be at most {MAX_EVAL_ENVS} (host eval seeds stay int32)")
     positive_int(config, "eval_max_steps")
     int_in(config, "update_unroll", 0, ">= 0 (0: fully unrolled)")
     require(isinstance(config.env_id, str), "env_id",

@@ -11,7 +11,8 @@ frames and video writing, and the command-line driver. It imports no env library
 Seed rule (evaluation never uses a key or env seed that training uses):
 
 - jittable envs (Anakin): ``base = fold_in(key(seed), EVAL_STREAM)`` with
-  ``EVAL_STREAM = 1_000_003``; env ``i`` is reset with ``per_env_keys(fold_in(base, 0), i)``,
+  ``EVAL_STREAM = rlcore.seeding.EVALUATE_STREAM = 1_000_003``; env ``i`` is reset with
+  ``per_env_keys(fold_in(base, 0), i)``,
   and step ``t`` draws its env key from ``per_env_keys(fold_in(base, 1), i, t)`` and its
   action key from ``per_env_keys(fold_in(base, 2), i, t)``. Training folds ``key(seed)``
   with 0..3 (``rlcore.seeding.Roots``), 4 (host-served jittable envs) and a small
@@ -58,12 +59,14 @@ import numpy as np
 from flax import struct
 
 from rlcore.errors import ConfigError
-from rlcore.seeding import per_env_keys
+from rlcore.seeding import EVALUATE_STREAM as EVAL_STREAM
+from rlcore.seeding import HOST_EVAL_SEED_BASE, HOST_EVAL_SEED_SPAN, per_env_keys
+from rlcore.seeding import MAX_EVAL_ENVS as MAX_EPISODES
+from rlcore.seeding import eval_host_seed as host_eval_seed
 
-EVAL_STREAM = 1_000_003  # fold of key(seed) for evaluation keys; training never uses it
-HOST_EVAL_SEED_BASE = 2**31 - 2**23  # host eval seeds: above every training host seed
-HOST_EVAL_SEED_SPAN = 2**22  # seed % span offsets the base: runs of other seeds differ
-MAX_EPISODES = 2**22  # host seeds stay int32: base + span + episodes <= 2**31
+# The seeding rule of evaluation lives in rlcore.seeding with the others (names kept here).
+__all__ = ["EVAL_STREAM", "HOST_EVAL_SEED_BASE", "HOST_EVAL_SEED_SPAN", "MAX_EPISODES",
+           "host_eval_seed"]
 VIDEO_EXTENSIONS = (".mp4", ".gif")
 VIDEO_FPS = 30
 MIN_FRAME_SIDE = 160  # observation frames are scaled up to at least this many pixels
@@ -93,12 +96,6 @@ class EvalRoots:
         """``fold_in(fold_in(key(seed), EVAL_STREAM), j)`` for j = 0, 1, 2."""
         base = jax.random.fold_in(jax.random.key(seed), EVAL_STREAM)
         return cls(*(jax.random.fold_in(base, j) for j in range(3)))
-
-
-def host_eval_seed(seed: int) -> int:
-    """Base integer seed of a host evaluation pool (env ``i`` gets ``base + i``):
-    ``HOST_EVAL_SEED_BASE + seed % HOST_EVAL_SEED_SPAN``, outside every training env seed."""
-    return HOST_EVAL_SEED_BASE + int(seed) % HOST_EVAL_SEED_SPAN
 
 
 def select_actions(logits: jax.Array, keys: jax.Array, greedy: bool) -> jax.Array:

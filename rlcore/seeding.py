@@ -10,8 +10,10 @@ threads, devices and processes:
 - host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``;
 - evaluation during training (``eval_every``): jittable eval env ``i`` at the evaluation
   after update ``u``: ``per_env_keys(roots.eval, i, u)`` (its own stream, ``EVAL_STREAM``);
-  host eval pools (Sebulba) get the integer seed ``eval_host_seed(seed)``, outside every
-  training env seed;
+  host eval pools (Sebulba, and the evaluate commands) get the integer seed
+  ``eval_host_seed(seed) + i``, outside every training env seed;
+- the evaluate commands (``rlcore.evaluation``): keys from ``fold_in(key(seed),
+  EVALUATE_STREAM)``;
 - host-served jittable env ``i`` (``envs.jax_host``, a gymnax or own env in Sebulba): keys
   from ``host_env_seed(seed, start_update)`` and ``i`` (see that module), so the same rule of
   global indices holds there.
@@ -48,9 +50,15 @@ class Roots:
 # Fold of ``key(seed)`` for evaluation envs (0..3: the training roots; 4: host-served
 # jittable envs, ``envs.jax_host.HOST_ENV_STREAM``).
 EVAL_STREAM = 5
-# Host eval pools are seeded from here up: above every training host seed
-# (``host_env_seed`` < 2**31 - 2**24; a fresh run's ``seed + i`` < 2**30 + num_envs).
-EVAL_HOST_SEED_BASE = 2**31 - 2**24
+# Fold of ``key(seed)`` for the evaluate commands (``rlcore.evaluation``).
+EVALUATE_STREAM = 1_000_003
+# Host evaluation pools are seeded in [2**31 - 2**23, 2**31): training's host env seeds stay
+# below 2**31 - 2**24 + num_envs (``host_env_seed`` is taken modulo 2**31 - 2**24; a fresh run
+# uses ``seed + i`` with seed < 2**30), so the two never meet below 2**23 training envs; up
+# to ``MAX_EVAL_ENVS`` eval envs keep the seeds int32.
+HOST_EVAL_SEED_BASE = 2**31 - 2**23
+HOST_EVAL_SEED_SPAN = 2**22  # seed % span offsets the base: runs of other seeds differ
+MAX_EVAL_ENVS = 2**22
 
 
 def per_env_keys(root, env_ids, *path):
@@ -114,7 +122,6 @@ def host_env_seed(seed: int, start_update: int = 0) -> int:
 
 
 def eval_host_seed(seed: int) -> int:
-    """Integer seed of a host evaluation pool (env ``i`` gets ``eval_host_seed + i``), never
-    a training env's seed: ``EVAL_HOST_SEED_BASE + seed % 2**23`` (int32 for up to 2**23
-    eval envs)."""
-    return EVAL_HOST_SEED_BASE + int(seed) % 2**23
+    """Base integer seed of a host evaluation pool (env ``i`` gets ``base + i``), never a
+    training env's seed: ``HOST_EVAL_SEED_BASE + seed % HOST_EVAL_SEED_SPAN``."""
+    return HOST_EVAL_SEED_BASE + int(seed) % HOST_EVAL_SEED_SPAN

@@ -2,7 +2,7 @@
 
 Every ``eval_every`` updates the learner thread plays ``eval_episodes`` greedy (argmax)
 episodes, the first episode of each env of a separate HostEnv (EnvPool, or a jittable env
-served on the host) seeded ``rlcore.seeding.eval_host_seed(seed)``, above every training env
+served on the host) seeded ``rlcore.seeding.eval_host_seed(seed)``, outside every training env
 seed. The policy runs on the first actor device with the params the learner just published,
 so evaluation reads the params and nothing else: the training data and metrics are the same
 with it on or off (in the ``sync`` and ``cleanba`` pipelines, whose data do not depend on
