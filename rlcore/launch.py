@@ -71,6 +71,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="kill everything and exit 124 after this many seconds")
     parser.add_argument("--grace_s", type=float, default=10.0,
                         help="seconds between SIGTERM and SIGKILL when stopping processes")
+    parser.add_argument("--signal_grace_s", type=float, default=300.0,
+                        help="after a forwarded SIGINT/SIGTERM, seconds the processes have to "
+                        "checkpoint and exit before they are killed")
     flags = parser.parse_args(own)
     _check(flags.num_processes >= 1, f"--num_processes: must be >= 1, got {flags.num_processes}")
     _check(flags.devices_per_process >= 1,
@@ -79,6 +82,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     _check(flags.timeout_s is None or flags.timeout_s > 0,
            f"--timeout_s: must be > 0, got {flags.timeout_s}")
     _check(flags.grace_s >= 0, f"--grace_s: must be >= 0, got {flags.grace_s}")
+    _check(flags.signal_grace_s > 0,
+           f"--signal_grace_s: must be > 0, got {flags.signal_grace_s}")
     _check(bool(command), "no command after -- (usage: python -m rlcore.launch "
                           "--num_processes=N --devices_per_process=D -- CMD...)")
     return flags, command
@@ -175,6 +180,7 @@ class Group:
         self.procs: list[subprocess.Popen] = []
         self.finished: list[int] = []       # process indices in the order they exited
         self.signalled = 0                  # the SIGINT/SIGTERM forwarded, if any
+        self.signalled_at = 0.0             # when (time.monotonic())
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
@@ -201,6 +207,7 @@ class Group:
         """Signal handler: sends ``signum`` to the group of every process not yet reaped
         (it does not poll: the main thread may be inside ``Popen.poll``)."""
         self.signalled = signum
+        self.signalled_at = time.monotonic()
         for i, proc in enumerate(self.procs):
             if proc.returncode is None:
                 self._signal(i, signum)
@@ -263,24 +270,32 @@ class Group:
             pass
 
 
-def supervise(group: Group, timeout_s: float | None) -> int:
-    """Waits until a process fails, all succeed, or ``timeout_s`` passes.
+def supervise(group: Group, timeout_s: float | None, signal_grace_s: float
+              ) -> tuple[int, bool]:
+    """Waits until a process fails, all succeed, ``timeout_s`` passes, or the processes are
+    still running ``signal_grace_s`` after a forwarded signal.
 
     Returns:
-      0, the first failure's exit code, or ``TIMEOUT_CODE``.
+      ``(code, hung)``: 0, the first failure's exit code, ``TIMEOUT_CODE``, or 128 + the
+      forwarded signal; ``hung`` when the processes still running are to be killed at once
+      (a timeout, or no exit within ``signal_grace_s`` of a signal).
     """
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
+        if group.signalled and time.monotonic() - group.signalled_at > signal_grace_s:
+            _note(f"still running {signal_grace_s:g} s after the signal; stopping every "
+                  "process")
+            return 128 + group.signalled, True
         failed = group.first_failure()
         if failed is not None:
             code = exit_code(group.procs[failed].returncode)
             _note(f"p{failed} exited with {code}; stopping the others")
-            return code
+            return code, False
         if not group.running():
-            return 0
+            return 0, False
         if deadline is not None and time.monotonic() > deadline:
             _note(f"timed out after {timeout_s:g} s; stopping every process")
-            return TIMEOUT_CODE
+            return TIMEOUT_CODE, True
         time.sleep(POLL_S)
 
 
@@ -304,9 +319,9 @@ def launch(flags: argparse.Namespace, command: list[str]) -> int:
             return NOT_STARTED_CODE
         _note(f"{n} processes x {flags.devices_per_process} devices, coordinator {address}, "
               f"pids {' '.join(str(p.pid) for p in group.procs)}")
-        code = supervise(group, flags.timeout_s)
+        code, hung = supervise(group, flags.timeout_s, flags.signal_grace_s)
         if code:
-            group.stop(0.0 if code == TIMEOUT_CODE else flags.grace_s)
+            group.stop(0.0 if hung else flags.grace_s)
         return code
     finally:
         group.kill()

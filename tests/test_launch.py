@@ -32,8 +32,8 @@ COMPARED_UPDATES = 5
 
 # A child that writes ``ready<i>`` once its handlers are set, then acts on ``MODE``:
 # ``fail``: process 1 waits for process 0 to be ready and exits 3, process 0 sleeps
-# (``fail-stubborn``: and ignores SIGTERM); ``term``: a SIGINT/SIGTERM writes ``term<i>``
-# and exits 130/143; ``sleep``: sleeps.
+# (``fail-stubborn``: and ignores SIGTERM); ``deaf``: ignores SIGTERM and sleeps;
+# ``term``: a SIGINT/SIGTERM writes ``term<i>`` and exits 130/143; ``sleep``: sleeps.
 CHILD = """
 import os, signal, sys, time
 mode, tmp = sys.argv[1], sys.argv[2]
@@ -46,7 +46,7 @@ def on_signal(signum, frame):
 if mode == "term":
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-if mode == "fail-stubborn" and i == 0:
+if mode == "fail-stubborn" and i == 0 or mode == "deaf":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 touch(f"ready{i}")
 if mode.startswith("fail") and i == 1:
@@ -231,6 +231,16 @@ def test_signal_reaches_every_process(sig, expected, tmp_path):
     assert ready, f"the children never got ready\n{err}"
     assert code == expected, err
     assert all((tmp_path / f"term{i}").exists() for i in range(2))
+
+
+def test_processes_that_ignore_a_signal_are_killed_after_its_grace(tmp_path):
+    proc = _launcher(["--num_processes=2", "--signal_grace_s=1", *_child("deaf", tmp_path)])
+    ready = _wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in range(2)), 30)
+    proc.send_signal(signal.SIGTERM if ready else signal.SIGKILL)
+    t0 = time.monotonic()
+    code, _, err, _ = _finish(proc, timeout_s=30)  # and no process left: checked there
+    assert ready and code == 143 and time.monotonic() - t0 < 10, err
+    assert "still running 1 s after the signal" in err
 
 
 def test_processes_die_with_a_killed_launcher(tmp_path):
