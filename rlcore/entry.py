@@ -189,7 +189,8 @@ def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -
     except BaseException:
         traceback.print_exc()
         sys.exit(1)
-    print_summary(rows)
+    if distributed.is_main_process():  # one console for the run: process 0's
+        print_summary(rows)
     sys.exit(0)
 
 

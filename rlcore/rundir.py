@@ -98,10 +98,11 @@ class RunDir:
         else:
             self._check_same_config()
             state, start = self._restore_newest_good(fresh_state, steps)
-            print(f"resuming from update {start}", file=sys.stderr)
             if self.main:
+                print(f"resuming from update {start}", file=sys.stderr)
                 self._truncate_metrics(start)
-        self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
+        # Only process 0 writes and prints: one progress line per log step for the run.
+        self.logger = MetricsLogger(self.workdir, self.total, write=self.main, console=self.main,
                                     wandb=wandb_settings(self.config, self.workdir),
                                     start=(start, start * self.steps_per_update))
         if start:
@@ -222,8 +223,9 @@ class RunDir:
         """Reports the run's first call (``updates`` updates, compile included) on the console
         and keeps it for ``timing.json``."""
         noun = "update" if updates == 1 else "updates"
-        print(f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s",
-              file=sys.stderr)
+        if self.main:
+            print(f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s",
+                  file=sys.stderr)
         self._timing = {"first_call_updates": int(updates), "first_call_s": float(seconds)}
 
     def _write_timing(self) -> None:
