@@ -22,6 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
+from rlcore.errors import ConfigError
 from rlcore.sweep import SWEEPABLE
 from rlcore.types import EpisodeSummary
 
@@ -77,8 +78,16 @@ class MetricsLogger:
             import wandb as wandb_lib
 
             # silent: no "wandb: ..." lines on the console (the progress line stays alone).
-            self._wandb = wandb_lib.init(dir=workdir, settings=wandb_lib.Settings(silent=True),
-                                         **wandb)
+            try:
+                self._wandb = wandb_lib.init(dir=workdir,
+                                             settings=wandb_lib.Settings(silent=True), **wandb)
+            except Exception as e:  # no API key, no network, ...: a clear line, exit 2
+                self.close()
+                reason = " ".join(str(e).split()) or type(e).__name__
+                raise ConfigError(
+                    f"wandb_mode: W&B could not start a run in mode '{wandb.get('mode')}' "
+                    f"({reason}); log in (`wandb login`, or WANDB_API_KEY) or pass "
+                    "--config.wandb_mode=offline") from e
         self.history: list[dict] = []
 
     def log(self, update: int, env_steps: int, scalars: Mapping[str, float],

@@ -1,5 +1,6 @@
 """Weights & Biases is optional: every metric reaches it when a project is set, offline mode
-needs no network, and a missing wandb is a config error, not a crash."""
+needs no network, and a missing wandb or a run W&B refuses to start (no API key) is a config
+error, not a crash."""
 
 from __future__ import annotations
 
@@ -81,3 +82,15 @@ def test_offline_mode_writes_the_run_without_network(tmp_path, monkeypatch, capf
         time.sleep(0.2)
     assert os.path.getsize(files[0]) > 1000
     assert "wandb:" not in capfd.readouterr().err
+
+
+def test_online_without_an_api_key_is_a_config_error(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    for name in ("WANDB_API_KEY", "WANDB_MODE", "NETRC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc, no wandb settings
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    with pytest.raises(ConfigError, match=r"^wandb_mode: W&B could not start a run in mode "
+                                          r"'online' \(.*API key.*\); log in"):
+        train(_config(wandb_project="podracer-test", wandb_mode="online"), str(tmp_path / "run"))
