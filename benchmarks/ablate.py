@@ -10,17 +10,20 @@ the suite (``benchmarks.ablate_suites``) as its own ``python -m anakin.main`` /
   seeds), SPS as bars and, for Sebulba cells, stage times as stacked bars.
 
 A progress bar (tqdm) counts the cells. It resumes: a cell whose run directory holds
-``cell.json`` (written once its program exited 0) is not run again; a cell interrupted
-half-way starts over. A failed cell is reported with its log file and the others still run
-(exit code 1 at the end). Several suites: ``--suite=architectures,pipelines``, each in
-``DIR/<suite>`` then. ``--budget_scale`` multiplies every env-step budget (tests and the
-notebooks run tiny suites with it).
+``cell.json`` (written once its program exited 0) with this cell's command (module, config
+file, overrides: budget included) is not run again; a cell interrupted half-way, or run
+with another command, starts over. The report always covers the whole suite: ``--cells``
+chooses what runs, not what is reported. A failed cell is reported with its log file and
+the others still run (exit code 1 at the end). Several suites:
+``--suite=architectures,pipelines``, each in ``DIR/<suite>`` then. ``--budget_scale``
+multiplies every env-step budget (tests and the notebooks run tiny suites with it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -30,13 +33,14 @@ import time
 
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
+from benchmarks.cli import OneLineParser
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", required=True,
                    help=f"one or more of {', '.join(SUITES)}, comma-separated")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 of every cell")
@@ -55,8 +59,9 @@ def parse_args(argv=None) -> argparse.Namespace:
             p.exit(2, f"config error: suite: unknown '{s}' (expected {', '.join(SUITES)})\n")
     if args.seeds < 1:
         p.exit(2, f"config error: seeds: must be >= 1, got {args.seeds}\n")
-    if not args.budget_scale > 0:
-        p.exit(2, f"config error: budget_scale: must be > 0, got {args.budget_scale}\n")
+    if not (math.isfinite(args.budget_scale) and args.budget_scale > 0):
+        p.exit(2, f"config error: budget_scale: must be a finite number > 0, got "
+                  f"{args.budget_scale}\n")
     try:
         args.cells_re = re.compile(args.cells)
     except re.error as e:
@@ -102,8 +107,30 @@ def cell_dir(out: str, cell: Cell) -> str:
     return os.path.join(out, "runs", cell.name)
 
 
+def _what_runs(command: list[str]) -> list[str]:
+    """The parts of a cell's command line that set what it computes: module, config file
+    name and overrides (not the interpreter, the repository's path or the run directory)."""
+    out = []
+    for arg in command[1:]:
+        if arg.startswith("--workdir="):
+            continue
+        if arg.startswith("--config="):
+            arg = "--config=" + os.path.basename(arg[len("--config="):])
+        out.append(arg)
+    return out
+
+
 def is_done(out: str, cell: Cell) -> bool:
-    return os.path.exists(os.path.join(cell_dir(out, cell), "cell.json"))
+    """Whether ``cell`` finished in ``out`` with the command it has now (a finished run of
+    another budget or other overrides does not count)."""
+    workdir = cell_dir(out, cell)
+    try:
+        with open(os.path.join(workdir, "cell.json")) as f:
+            command = json.load(f)["command"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return isinstance(command, list) and _what_runs(command) == _what_runs(
+        cell_command(cell, workdir))
 
 
 def run_cell(cell: Cell, out: str, timeout_s: float) -> tuple[bool, str]:
@@ -255,8 +282,8 @@ def main(argv=None) -> int:
     for suite in args.suites:
         out = args.out if len(args.suites) == 1 else os.path.join(args.out, suite)
         os.makedirs(out, exist_ok=True)
-        cells = [c for c in suite_cells(suite, args.seeds, args.budget_scale)
-                 if args.cells_re.search(c.name)]
+        every = suite_cells(suite, args.seeds, args.budget_scale)
+        cells = [c for c in every if args.cells_re.search(c.name)]
         if not cells:
             print(f"config error: cells: no cell of suite {suite} matches '{args.cells}'",
                   file=sys.stderr)
@@ -264,7 +291,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         failures += run_suite(cells, out, timeout_s=args.cell_timeout_s,
                               progress=not args.no_progress)
-        files = write_report(suite, cells, out)
+        files = write_report(suite, every, out)  # the whole suite, whatever --cells ran
         print(f"{suite}: {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote "
               f"{', '.join(os.path.basename(f) for f in files)} in {out}")
     for f in failures:

@@ -16,8 +16,7 @@ A *run* is one seed of one cell. Its record comes from the run directory alone
   fractions of time the learner waits for rollouts and the actors wait for params or room.
 
 Groups are runs that differ only in their seed; their final return is given as a mean with a
-95% percentile-bootstrap interval over seeds (``scipy.stats.bootstrap``; one seed: no
-interval).
+95% Student-t interval over seeds (one seed: no interval), and so are the plots' bands.
 """
 
 from __future__ import annotations
@@ -143,20 +142,20 @@ def curve_spread(rows_a: Sequence[dict], rows_b: Sequence[dict]) -> float:
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """``(mean, low, high)``: a percentile-bootstrap interval of the mean over ``values``
-    (``scipy.stats.bootstrap``, fixed RNG); ``low == high == mean`` for one value or equal
-    values."""
+    """``(mean, low, high)``: the Student-t interval of the mean over ``values`` (None
+    skipped; ``rlcore.evaluation.t_interval``); ``low == high == mean`` for one value.
+
+    (Not a bootstrap: over 2-3 seeds a percentile bootstrap of the mean is the range of the
+    seeds, and covers far less than its nominal 95%.)"""
     x = np.asarray([v for v in values if v is not None], float)
     if x.size == 0:
         return (math.nan, math.nan, math.nan)
-    m = float(x.mean())
-    if x.size < 2 or np.ptp(x) == 0:
-        return (m, m, m)
-    from scipy.stats import bootstrap
+    if x.size < 2:
+        return (float(x[0]),) * 3
+    from rlcore.evaluation import t_interval
 
-    res = bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=2000,
-                    method="percentile", random_state=np.random.default_rng(0))
-    return (m, float(res.confidence_interval.low), float(res.confidence_interval.high))
+    m, half = t_interval(x, confidence)
+    return (m, m - half, m + half)
 
 
 def group_key(rec: dict, fields: Sequence[str]) -> tuple:
@@ -316,7 +315,7 @@ def _label(key: tuple, fields: Sequence[str]) -> str:
 
 
 def _band(curves: list[list[tuple[float, float]]], grid: np.ndarray):
-    """Mean and 95% bootstrap band over seeds of curves interpolated on ``grid``."""
+    """Mean and 95% Student-t band over seeds of curves interpolated on ``grid``."""
     ys = np.array([np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves])
     stats = np.array([mean_ci(ys[:, i]) for i in range(grid.size)])
     return stats[:, 0], stats[:, 1], stats[:, 2]
@@ -349,7 +348,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(f"{title} (bands: 95% t-interval over seeds)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from rliable import library, metrics
 
+from benchmarks.cli import OneLineParser
 from rlcore import atari_scores
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
@@ -347,9 +348,9 @@ def write_plot(report: dict, path: str) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """Command-line arguments (argparse's own usage errors also exit 2)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.aggregate",
-                                description=__doc__.splitlines()[0])
+    """Command-line arguments (usage errors: one line, exit 2)."""
+    p = OneLineParser(prog="python -m benchmarks.aggregate", error_prefix="aggregate: ",
+                      description=__doc__.splitlines()[0])
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
     p.add_argument("--out", default=os.path.join(os.getcwd(), "aggregate"))
     p.add_argument("--last_fraction", type=float, default=0.1)

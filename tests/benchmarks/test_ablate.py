@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import importlib
+import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -95,17 +97,15 @@ def test_threshold_final_return_and_spread():
     assert ablate_report.curve_spread(rows, other) == math.inf
 
 
-def test_mean_ci_is_scipys_percentile_bootstrap():
-    from scipy.stats import bootstrap
+def test_mean_ci_is_the_student_t_interval():
+    from scipy import stats
 
     values = [10.0, 12.0, 20.0, 15.0]
     m, lo, hi = ablate_report.mean_ci(values)
-    ref = bootstrap((np.asarray(values),), np.mean, confidence_level=0.95, n_resamples=2000,
-                    method="percentile", random_state=np.random.default_rng(0))
+    ref = stats.t.interval(0.95, 3, loc=np.mean(values), scale=stats.sem(values))
     assert m == pytest.approx(14.25)
-    assert (lo, hi) == (pytest.approx(ref.confidence_interval.low),
-                        pytest.approx(ref.confidence_interval.high))
-    assert 10.0 <= lo < m < hi <= 20.0
+    assert (lo, hi) == (pytest.approx(ref[0]), pytest.approx(ref[1]))
+    assert lo < 10.0 and hi > 20.0  # 3 degrees of freedom: wider than the seeds' range
     assert ablate_report.mean_ci([7.0]) == (7.0, 7.0, 7.0)
     assert ablate_report.mean_ci([None, 3.0, 3.0]) == (3.0, 3.0, 3.0)
 
@@ -117,15 +117,20 @@ def test_wait_fractions():
     assert ablate_report.wait_fractions(stages) == (pytest.approx(0.25), pytest.approx(0.25))
 
 
-def test_bad_arguments_exit_2(capsys):
-    for argv in (["--suite=nope", "--out=x"], ["--suite=pipelines", "--out=x", "--seeds=0"],
-                 ["--suite=pipelines", "--out=x", "--cells=("]):
+def test_bad_arguments_exit_2_with_one_line(capsys):
+    for argv, message in (
+            (["--suite=nope", "--out=x"], "config error: suite"),
+            (["--suite=pipelines", "--out=x", "--seeds=0"], "config error: seeds"),
+            (["--suite=pipelines", "--out=x", "--seeds=abc"], "config error: argument --seeds"),
+            (["--suite=pipelines", "--out=x", "--budget_scale=inf"],
+             "config error: budget_scale"),
+            (["--suite=pipelines", "--out=x", "--cells=("], "config error: cells"),
+            (["--out=x"], "config error: the following arguments are required: --suite")):
         with pytest.raises(SystemExit) as e:
             ablate.parse_args(argv)
         assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert "config error: suite" in err and "config error: seeds" in err
-    assert "config error: cells" in err
+        err = capsys.readouterr().err
+        assert err.startswith(message) and err.count("\n") == 1, err
 
 
 def test_cell_env_sets_fake_devices_only_where_asked(monkeypatch):
@@ -171,3 +176,19 @@ def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
     for c, t in marks.items():
         changed = os.path.getmtime(out / "runs" / c / "cell.json") != t
         assert changed == (c == "async-j10-t1-s0"), c
+    # A cell finished with another budget is not done; a --cells rerun reports the suite.
+    stale = out / "runs" / "sync-j10-t1-s0" / "cell.json"
+    record = json.loads(stale.read_text())
+    record["command"] = [re.sub(r"total_env_steps=(\d+)", lambda m: f"total_env_steps="
+                                f"{int(m.group(1)) * 10}", a) for a in record["command"]]
+    stale.write_text(json.dumps(record))
+    marks = {c: os.path.getmtime(out / "runs" / c / "cell.json")
+             for c in os.listdir(out / "runs")}
+    third = _run_ablate(out, "--cells=^sync-j10-t1-")
+    assert third.returncode == 0, third.stderr[-3000:]
+    for c, t in marks.items():
+        changed = os.path.getmtime(out / "runs" / c / "cell.json") != t
+        assert changed == (c == "sync-j10-t1-s0"), c
+    with open(out / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 6  # the whole suite's finished runs
+    assert "Not finished:" in (out / "results.md").read_text()  # the cells never run here
