@@ -19,8 +19,10 @@ Seed rule (evaluation never uses a key or env seed that training uses):
   in-training evaluation stream (``rlcore.seeding``), never with ``EVAL_STREAM``. For agent
   ``K`` of a ``num_seeds``/sweep run, ``seed`` is that agent's own seed.
 - host envs (Sebulba): env ``i`` of the evaluation pool gets the integer seed
-  ``host_eval_seed(seed) + i = HOST_EVAL_SEED_BASE + seed % HOST_EVAL_SEED_SPAN + i``, in
-  ``[2**31 - 2**23, 2**31)``. Training's host seeds are below ``2**31 - 2**24 + num_envs``
+  ``host_eval_seed(seed) + i = HOST_EVALUATE_SEED_BASE + seed % HOST_EVAL_SEED_SPAN + i``,
+  in ``[2**31 - 2**22, 2**31)``: above in-training evaluation's seeds
+  (``[2**31 - 2**23, 2**31 - 2**22)``), so a checkpoint chosen by its in-training score is
+  scored here on other episodes. Training's host seeds are below ``2**31 - 2**24 + num_envs``
   (``rlcore.seeding.host_env_seed`` is taken modulo ``2**31 - 2**24``; a fresh run uses
   ``seed + i`` with ``seed < 2**30``), so they never meet for fewer than ``2**23`` training
   envs; a host-served jittable env keyed from this integer seed never shares a root with
@@ -60,13 +62,18 @@ from flax import struct
 
 from rlcore.errors import ConfigError
 from rlcore.seeding import EVALUATE_STREAM as EVAL_STREAM
-from rlcore.seeding import HOST_EVAL_SEED_BASE, HOST_EVAL_SEED_SPAN, per_env_keys
+from rlcore.seeding import (
+    HOST_EVAL_SEED_BASE,
+    HOST_EVAL_SEED_SPAN,
+    HOST_EVALUATE_SEED_BASE,
+    per_env_keys,
+)
 from rlcore.seeding import MAX_EVAL_ENVS as MAX_EPISODES
-from rlcore.seeding import eval_host_seed as host_eval_seed
+from rlcore.seeding import evaluate_host_seed as host_eval_seed
 
 # The seeding rule of evaluation lives in rlcore.seeding with the others (names kept here).
-__all__ = ["EVAL_STREAM", "HOST_EVAL_SEED_BASE", "HOST_EVAL_SEED_SPAN", "MAX_EPISODES",
-           "host_eval_seed"]
+__all__ = ["EVAL_STREAM", "HOST_EVAL_SEED_BASE", "HOST_EVAL_SEED_SPAN", "HOST_EVALUATE_SEED_BASE",
+           "MAX_EPISODES", "host_eval_seed"]
 VIDEO_EXTENSIONS = (".mp4", ".gif")
 VIDEO_FPS = 30
 MIN_FRAME_SIDE = 160  # observation frames are scaled up to at least this many pixels
@@ -239,9 +246,19 @@ def load_config(workdir: str,
 
     Returns:
       A ConfigDict (JSON lists become tuples).
+
+    Raises:
+      EvalError: ``config.json`` is not a JSON object (damaged or not a run's), in one line.
     """
-    with open(os.path.join(workdir, "config.json")) as f:
-        saved = _tuples(json.load(f))
+    path = os.path.join(workdir, "config.json")
+    try:
+        with open(path) as f:
+            saved = _tuples(json.load(f))
+    except ValueError as e:
+        raise EvalError(f"--workdir: {path} is not valid JSON ({e})") from None
+    if not isinstance(saved, dict):
+        raise EvalError(f"--workdir: {path} holds a {type(saved).__name__}, not a run's "
+                        "config (a JSON object)")
     base = defaults.to_dict() if defaults is not None else {}
     return ml_collections.ConfigDict(_merge(base, saved))
 
@@ -303,16 +320,40 @@ class EpisodeResults:
     lengths: np.ndarray
 
 
-STAT_NAMES = ("mean", "median", "std", "min", "max")
+STAT_NAMES = ("mean", "ci95", "median", "std", "min", "max")
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """``(mean, half-width)`` of the Student-t interval of the mean of ``values [N]``:
+    ``t_{(1+confidence)/2, N-1} * s / sqrt(N)`` with the sample std ``s`` (ddof 1). The
+    half-width is nan for N < 2 and 0 when all values are equal."""
+    x = np.asarray(values, np.float64).reshape(-1)
+    if x.size == 0:
+        raise ValueError("t_interval: no values")
+    m = float(x.mean())
+    if x.size < 2:
+        return m, math.nan
+    from scipy.stats import t
+
+    sem = float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, float(t.ppf((1.0 + confidence) / 2.0, x.size - 1)) * sem
 
 
 def summarize(values) -> dict[str, float]:
-    """``{mean, median, std (population), min, max}`` of ``values [N]`` (N >= 1)."""
+    """``{mean, ci95, median, std, min, max}`` of ``values [N]`` (N >= 1): ``ci95`` is the
+    half-width of the 95% Student-t interval of the mean, ``std`` the sample standard
+    deviation (ddof 1); both nan for one value."""
     x = np.asarray(values, np.float64).reshape(-1)
     if x.size == 0:
         raise ValueError("summarize: no values")
-    return {"mean": float(x.mean()), "median": float(np.median(x)), "std": float(x.std()),
+    mean, half = t_interval(x)
+    std = float(x.std(ddof=1)) if x.size > 1 else math.nan
+    return {"mean": mean, "ci95": half, "median": float(np.median(x)), "std": std,
             "min": float(x.min()), "max": float(x.max())}
+
+
+def _cell(value: float) -> str:
+    return f"{'-':>12}" if math.isnan(value) else f"{value:>12.3f}"
 
 
 def human_normalized_scores(env_id: str, returns) -> np.ndarray | None:
@@ -328,12 +369,13 @@ def human_normalized_scores(env_id: str, returns) -> np.ndarray | None:
 
 
 def results_table(rows: Mapping[str, Sequence[float]]) -> str:
-    """A small table: one line per ``rows`` entry (label -> values), columns STAT_NAMES."""
+    """A small table: one line per ``rows`` entry (label -> values), columns STAT_NAMES
+    (``-`` where a statistic needs two values)."""
     width = max(len(label) for label in rows)
     lines = [" " * width + "".join(f"{name:>12}" for name in STAT_NAMES)]
     for label, values in rows.items():
         stats = summarize(values)
-        lines.append(f"{label:<{width}}" + "".join(f"{stats[n]:>12.3f}" for n in STAT_NAMES))
+        lines.append(f"{label:<{width}}" + "".join(_cell(stats[n]) for n in STAT_NAMES))
     return "\n".join(lines)
 
 
@@ -345,7 +387,7 @@ def parse_table(text: str) -> dict[str, dict[str, float]]:
     for line in lines[start + 1:]:
         label, *cells = line.split() or [""]
         try:
-            values = [float(c) for c in cells]
+            values = [math.nan if c == "-" else float(c) for c in cells]
         except ValueError:
             break
         if len(values) != len(STAT_NAMES):

@@ -10,10 +10,11 @@ threads, devices and processes:
 - host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``;
 - evaluation during training (``eval_every``): jittable eval env ``i`` at the evaluation
   after update ``u``: ``per_env_keys(roots.eval, i, u)`` (its own stream, ``EVAL_STREAM``);
-  host eval pools (Sebulba, and the evaluate commands) get the integer seed
-  ``eval_host_seed(seed) + i``, outside every training env seed;
+  host eval pools (Sebulba) get the integer seed ``eval_host_seed(seed) + i``, outside every
+  training env seed;
 - the evaluate commands (``rlcore.evaluation``): keys from ``fold_in(key(seed),
-  EVALUATE_STREAM)``;
+  EVALUATE_STREAM)``, host pools seeded ``evaluate_host_seed(seed) + i`` (outside training's
+  and in-training evaluation's seeds);
 - host-served jittable env ``i`` (``envs.jax_host``, a gymnax or own env in Sebulba): keys
   from ``host_env_seed(seed, start_update)`` and ``i`` (see that module), so the same rule of
   global indices holds there.
@@ -57,8 +58,11 @@ EVALUATE_STREAM = 1_000_003
 # uses ``seed + i`` with seed < 2**30), so the two never meet below 2**23 training envs; up
 # to ``MAX_EVAL_ENVS`` eval envs keep the seeds int32.
 HOST_EVAL_SEED_BASE = 2**31 - 2**23
-HOST_EVAL_SEED_SPAN = 2**22  # seed % span offsets the base: runs of other seeds differ
-MAX_EVAL_ENVS = 2**22
+HOST_EVAL_SEED_SPAN = 2**21  # seed % span offsets the base: runs of other seeds differ
+MAX_EVAL_ENVS = 2**21
+# In-training evaluation pools take [base, base + 2**22), the evaluate commands' pools the
+# rest: a checkpoint chosen by its in-training score is then scored on other episodes.
+HOST_EVALUATE_SEED_BASE = HOST_EVAL_SEED_BASE + 2**22
 
 
 def per_env_keys(root, env_ids, *path):
@@ -122,6 +126,13 @@ def host_env_seed(seed: int, start_update: int = 0) -> int:
 
 
 def eval_host_seed(seed: int) -> int:
-    """Base integer seed of a host evaluation pool (env ``i`` gets ``base + i``), never a
-    training env's seed: ``HOST_EVAL_SEED_BASE + seed % HOST_EVAL_SEED_SPAN``."""
+    """Base integer seed of an in-training host evaluation pool (env ``i`` gets
+    ``base + i``), never a training env's seed: ``HOST_EVAL_SEED_BASE + seed %
+    HOST_EVAL_SEED_SPAN``."""
     return HOST_EVAL_SEED_BASE + int(seed) % HOST_EVAL_SEED_SPAN
+
+
+def evaluate_host_seed(seed: int) -> int:
+    """Base integer seed of the evaluate commands' host pool: ``HOST_EVALUATE_SEED_BASE +
+    seed % HOST_EVAL_SEED_SPAN``, never a training or an in-training evaluation seed."""
+    return HOST_EVALUATE_SEED_BASE + int(seed) % HOST_EVAL_SEED_SPAN

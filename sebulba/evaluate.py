@@ -114,7 +114,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     header = [f"sebulba.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
               f"{step} of {args.workdir}",
               f"eval seeds: env i seeded {base_seed} + i (training's are below "
-              f"{ev.HOST_EVAL_SEED_BASE}), action keys of fold_in(key({config.seed}), "
+              f"{ev.HOST_EVAL_SEED_BASE}, in-training evaluation's below "
+              f"{ev.HOST_EVALUATE_SEED_BASE}), action keys of fold_in(key({config.seed}), "
               f"{ev.EVAL_STREAM})"]
     return ev.Evaluation(results=results, frames=frames, header=header)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlcore import evaluation as ev
-from rlcore.seeding import Roots, host_env_seed, per_env_keys
+from rlcore.seeding import MAX_EVAL_ENVS, Roots, eval_host_seed, host_env_seed, per_env_keys
 
 # ----------------------------------------------------------------------------- seeds
 
@@ -70,6 +70,11 @@ def test_host_eval_seeds_are_outside_training_seeds(seed):
     assert ev.HOST_EVAL_SEED_BASE <= base
     assert base + ev.MAX_EPISODES - 1 < 2**31
     assert ev.host_eval_seed(seed) != ev.host_eval_seed(seed + 1)
+    # ... and above every seed of in-training evaluation pools (any seed, any pool size).
+    assert eval_host_seed(2**31 - 1) + MAX_EVAL_ENVS - 1 < ev.HOST_EVALUATE_SEED_BASE <= base
+    assert max(eval_host_seed(s) for s in range(ev.HOST_EVAL_SEED_SPAN - 3,
+                                                 ev.HOST_EVAL_SEED_SPAN + 3)) \
+        + MAX_EVAL_ENVS - 1 < ev.HOST_EVALUATE_SEED_BASE
 
 
 def test_select_actions_greedy_and_sampled():
@@ -146,22 +151,40 @@ def test_time_limit_overrides():
 
 def test_summarize_against_hand_values():
     stats = ev.summarize([1.0, 2.0, 3.0, 10.0])
-    assert stats == pytest.approx(dict(mean=4.0, median=2.5, std=np.sqrt(12.5), min=1.0,
-                                       max=10.0))
-    assert ev.summarize([7])["std"] == 0.0
+    # sample std: sqrt(((-3)^2 + (-2)^2 + (-1)^2 + 6^2) / 3) = sqrt(50 / 3); t_{0.975, 3}
+    # = 3.182446305284263 (tables), so ci95 = 3.1824... * sqrt(50 / 3) / 2.
+    std = np.sqrt(50.0 / 3.0)
+    assert stats == pytest.approx(dict(mean=4.0, ci95=3.182446305284263 * std / 2.0,
+                                       median=2.5, std=std, min=1.0, max=10.0))
+    one = ev.summarize([7])
+    assert one["mean"] == 7.0 and np.isnan(one["std"]) and np.isnan(one["ci95"])
+    assert ev.summarize([5.0, 5.0])["ci95"] == 0.0
     with pytest.raises(ValueError):
         ev.summarize([])
+
+
+def test_t_interval_matches_scipy():
+    from scipy import stats
+
+    x = [3.0, 9.5, 4.25, 7.0, 11.0]
+    mean, half = ev.t_interval(x, confidence=0.9)
+    low, high = stats.t.interval(0.9, len(x) - 1, loc=np.mean(x), scale=stats.sem(x))
+    assert (mean - half, mean + half) == (pytest.approx(low), pytest.approx(high))
 
 
 def test_results_table_lines():
     table = ev.results_table({"return": [1.0, 3.0], "length": [10, 30]})
     header, ret, length = table.splitlines()
     assert header.split() == list(ev.STAT_NAMES)
-    assert ret.split() == ["return", "2.000", "2.000", "1.000", "1.000", "3.000"]
+    # [1, 3]: sample std sqrt(2), ci95 = t_{0.975, 1} * sqrt(2) / sqrt(2) = 12.706204736
+    assert ret.split() == ["return", "2.000", "12.706", "2.000", "1.414", "1.000", "3.000"]
     assert length.split()[0] == "length" and float(length.split()[1]) == 20.0
     parsed = ev.parse_table(f"a header line\n{table}\nvideo: x.mp4 (3 frames of 2x2)\n")
-    assert parsed["return"] == dict(mean=2.0, median=2.0, std=1.0, min=1.0, max=3.0)
+    assert parsed["return"] == dict(mean=2.0, ci95=12.706, median=2.0, std=1.414, min=1.0,
+                                    max=3.0)  # as printed, 3 decimals
     assert set(parsed) == {"return", "length"}
+    single = ev.parse_table(ev.results_table({"return": [4.0]}))["return"]
+    assert single["mean"] == 4.0 and np.isnan(single["ci95"]) and np.isnan(single["std"])
 
 
 def test_human_normalised_row_only_for_atari():
@@ -237,3 +260,12 @@ def test_write_video_round_trip(ext, tmp_path):
     back = ev.read_video(path)
     assert back.shape == (12, 22, 30, 3) and back.dtype == np.uint8
     np.testing.assert_allclose(back[5, :21].mean(), 100, atol=3)
+
+
+@pytest.mark.parametrize("text, problem", [('{"seed": 0,', "is not valid JSON"),
+                                           ("[1, 2]", "holds a tuple, not a run's config")])
+def test_a_damaged_config_json_is_one_line(tmp_path, text, problem):
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ev.EvalError, match=f"^--workdir: .*config.json {problem}") as e:
+        ev.load_config(str(tmp_path))
+    assert "\n" not in str(e.value)
