@@ -205,9 +205,11 @@ class Group:
 
     def forward(self, signum, frame=None) -> None:
         """Signal handler: sends ``signum`` to the group of every process not yet reaped
-        (it does not poll: the main thread may be inside ``Popen.poll``)."""
+        (it does not poll: the main thread may be inside ``Popen.poll``). The grace after a
+        signal counts from the first one: repeating it does not extend the wait."""
+        if not self.signalled:
+            self.signalled_at = time.monotonic()
         self.signalled = signum
-        self.signalled_at = time.monotonic()
         for i, proc in enumerate(self.procs):
             if proc.returncode is None:
                 self._signal(i, signum)
@@ -275,6 +277,10 @@ def supervise(group: Group, timeout_s: float | None, signal_grace_s: float
     """Waits until a process fails, all succeed, ``timeout_s`` passes, or the processes are
     still running ``signal_grace_s`` after a forwarded signal.
 
+    After a forwarded signal an exit stops nobody: every process gets until
+    ``signal_grace_s`` to save and exit (process 0 writes the checkpoint, and is often the
+    last out).
+
     Returns:
       ``(code, hung)``: 0, the first failure's exit code, ``TIMEOUT_CODE``, or 128 + the
       forwarded signal; ``hung`` when the processes still running are to be killed at once
@@ -282,10 +288,17 @@ def supervise(group: Group, timeout_s: float | None, signal_grace_s: float
     """
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
-        if group.signalled and time.monotonic() - group.signalled_at > signal_grace_s:
-            _note(f"still running {signal_grace_s:g} s after the signal; stopping every "
-                  "process")
-            return 128 + group.signalled, True
+        if group.signalled:
+            if not group.running():
+                failed = group.first_failure()
+                return (0 if failed is None
+                        else exit_code(group.procs[failed].returncode)), False
+            if time.monotonic() - group.signalled_at > signal_grace_s:
+                _note(f"still running {signal_grace_s:g} s after the signal; stopping every "
+                      "process")
+                return 128 + group.signalled, True
+            time.sleep(POLL_S)
+            continue
         failed = group.first_failure()
         if failed is not None:
             code = exit_code(group.procs[failed].returncode)

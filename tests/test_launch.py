@@ -33,7 +33,8 @@ COMPARED_UPDATES = 5
 # A child that writes ``ready<i>`` once its handlers are set, then acts on ``MODE``:
 # ``fail``: process 1 waits for process 0 to be ready and exits 3, process 0 sleeps
 # (``fail-stubborn``: and ignores SIGTERM); ``deaf``: ignores SIGTERM and sleeps;
-# ``term``: a SIGINT/SIGTERM writes ``term<i>`` and exits 130/143; ``sleep``: sleeps.
+# ``term``: a SIGINT/SIGTERM writes ``term<i>`` and exits 130/143 (``slow-term``: process 0
+# first takes 3 s, like a checkpoint); ``sleep``: sleeps.
 CHILD = """
 import os, signal, sys, time
 mode, tmp = sys.argv[1], sys.argv[2]
@@ -41,9 +42,11 @@ i = int(sys.argv[-1].split("=")[1])
 def touch(name):
     open(os.path.join(tmp, name), "w").close()
 def on_signal(signum, frame):
+    if mode == "slow-term" and i == 0:
+        time.sleep(3)
     touch(f"term{i}")
     sys.exit(128 + signum)
-if mode == "term":
+if mode in ("term", "slow-term"):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 if mode == "fail-stubborn" and i == 0 or mode == "deaf":
@@ -234,6 +237,19 @@ def test_signal_reaches_every_process(sig, expected, tmp_path):
     assert ready, f"the children never got ready\n{err}"
     assert code == expected, err
     assert all((tmp_path / f"term{i}").exists() for i in range(2))
+
+
+def test_after_a_signal_a_quick_exit_does_not_cut_the_others_short(tmp_path):
+    """Process 1 exits at once on SIGINT, process 0 takes 3 s (its checkpoint): the launcher
+    waits for it (``--signal_grace_s``), not just ``--grace_s``."""
+    proc = _launcher(["--num_processes=2", "--grace_s=1", "--signal_grace_s=60",
+                      *_child("slow-term", tmp_path)])
+    ready = _wait_for(lambda: all((tmp_path / f"ready{i}").exists() for i in range(2)), 30)
+    proc.send_signal(signal.SIGINT if ready else signal.SIGKILL)
+    code, _, err, _ = _finish(proc, timeout_s=30)
+    assert ready and code == 130, err
+    assert (tmp_path / "term0").exists() and (tmp_path / "term1").exists(), err
+    assert "SIGKILL" not in err and "stopping the others" not in err, err
 
 
 def test_processes_that_ignore_a_signal_are_killed_after_its_grace(tmp_path):
