@@ -170,8 +170,21 @@ def validate_distributed(config) -> None:
             "process_id",
             f"must be in [0, {config.num_processes}), got {shown(config.process_id)}")
     if config.num_processes > 1:
-        require(isinstance(config.coordinator_address, str) and ":" in config.coordinator_address,
-                "coordinator_address", "must be host:port when num_processes > 1")
+        address = config.coordinator_address
+        require(_is_host_port(address), "coordinator_address",
+                f"must be host:port (a port in 1..65535) when num_processes > 1, got "
+                f"{shown(address)}")
+
+
+def _is_host_port(address) -> bool:
+    """``host:port`` with a non-empty host (IPv6 in brackets) and a port in 1..65535."""
+    if not isinstance(address, str) or ":" not in address:
+        return False
+    host, port = address.rsplit(":", 1)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return (bool(host) and not any(c.isspace() for c in host) and port.isascii()
+            and port.isdigit() and 1 <= int(port) <= 65535)
 
 
 def validate(config, mode: ModeChecks, counts: DeviceCounts) -> None:

@@ -133,11 +133,14 @@ BAD = [
     _row("distributed", "process_id", 1, "must be in [0, 1), got 1"),
     _row("distributed", "process_id", -1, "must be in [0, 2), got -1",
          also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
-    _row("distributed", "coordinator_address", "", "must be host:port when num_processes > 1",
+    _row("distributed", "coordinator_address", "",
+         "must be host:port (a port in 1..65535) when num_processes > 1, got ''",
          also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
-    _row("distributed", "coordinator_address", "localhost", "must be host:port",
-         also={"num_processes": 2, "coordinator_address": "localhost:1234"}),
-    _row("distributed", "num_processes", 2, "must be host:port when num_processes > 1",
+    *[_row("distributed", "coordinator_address", bad, "must be host:port",
+           also={"num_processes": 2, "coordinator_address": "localhost:1234"})
+      for bad in ("localhost", "127.0.0.1:notaport", ":1234", "host:0", "host:70000",
+                  "host:", "host:-1", "my host:1234")],
+    _row("distributed", "num_processes", 2, "must be host:port (a port in 1..65535) when",
          field="coordinator_address"),
 ]
 
