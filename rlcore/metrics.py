@@ -72,7 +72,9 @@ class MetricsLogger:
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
-                self._tb = SummaryWriter(logdir=workdir)
+                # Events an earlier process logged past the resumed step (or all of them,
+                # for a run that starts over) are purged, as metrics.jsonl's lines are.
+                self._tb = SummaryWriter(logdir=workdir, purge_step=start[1] + 1)
         self._wandb = None
         if wandb and write:
             import wandb as wandb_lib

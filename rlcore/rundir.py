@@ -95,6 +95,8 @@ class RunDir:
         if not steps:
             if self.workdir and self.main:
                 write_config(self.workdir, self.config)
+                # A run that died before its first checkpoint starts over: its lines go.
+                self._truncate_metrics(0)
         else:
             self._check_same_config()
             state, start = self._restore_newest_good(fresh_state, steps)

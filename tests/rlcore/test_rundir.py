@@ -255,3 +255,43 @@ def test_close_leaves_metrics_and_config(tmp_path):
     with open(tmp_path / "config.json") as f:
         assert json.load(f) == json.loads(config.to_json_best_effort())
     assert (tmp_path / "checkpoints" / "4").is_dir()
+
+
+def _tb_session_starts(workdir) -> list[list[int]]:
+    """Per event file (oldest first), the steps of its SessionLog START events: where
+    TensorBoard drops the events earlier files logged at that step or later."""
+    import glob
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    starts = []
+    for path in sorted(glob.glob(os.path.join(workdir, "events.out.tfevents.*")),
+                       key=os.path.getmtime):
+        found, data = [], open(path, "rb").read()
+        pos = 0
+        while pos + 12 <= len(data):  # TFRecord: u64 length, u32 crc, data, u32 crc
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            if event.HasField("session_log") and event.session_log.status == 1:  # START
+                found.append(event.step)
+        starts.append(found)
+    return starts
+
+
+def test_a_run_that_died_before_its_first_checkpoint_starts_its_logs_over(tmp_path):
+    config = _config(log_every=2, checkpoint_every=100)
+    _run(config, tmp_path, _state(0), range(1, 5), checkpoint_until=0)  # dies: no checkpoint
+    assert [row["update"] for row in _lines(tmp_path)] == [2, 4]
+    _run(config, tmp_path, _state(0), range(1, 5), checkpoint_until=0)
+    assert [row["update"] for row in _lines(tmp_path)] == [2, 4]  # not [2, 4, 2, 4]
+    # TensorBoard: the second writer purges every step >= 1 the first one logged.
+    assert _tb_session_starts(tmp_path)[-1] == [1]
+
+
+def test_a_resumed_run_purges_tensorboard_past_its_checkpoint(tmp_path):
+    config = _config(log_every=2, checkpoint_every=3)
+    _run(config, tmp_path, _state(0), range(1, 6), checkpoint_until=5)  # checkpoint at 3
+    _run(config, tmp_path, _state(0), range(4, 6), checkpoint_until=5)
+    assert _tb_session_starts(tmp_path)[-1] == [3 * STEPS_PER_UPDATE + 1]
