@@ -110,3 +110,13 @@ def agree_on_exit_code(code: int | None) -> int | None:
     codes = multihost_utils.process_allgather(np.int32(code or 0))
     top = int(np.max(codes))
     return top or None
+
+
+def all_processes_agree(ok: bool) -> bool:
+    """Whether ``ok`` holds on every process: a collective in multi-process runs (every
+    process calls it at the same point), ``ok`` itself in one process."""
+    if jax.process_count() == 1:
+        return ok
+    from jax.experimental import multihost_utils
+
+    return bool(np.all(multihost_utils.process_allgather(np.int32(ok))))

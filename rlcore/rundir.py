@@ -104,9 +104,21 @@ class RunDir:
                 print(f"resuming from update {start}", file=sys.stderr)
                 self._truncate_metrics(start)
         # Only process 0 writes and prints: one progress line per log step for the run.
-        self.logger = MetricsLogger(self.workdir, self.total, write=self.main, console=self.main,
-                                    wandb=wandb_settings(self.config, self.workdir),
-                                    start=(start, start * self.steps_per_update))
+        wandb = wandb_settings(self.config, self.workdir)
+        failed = None
+        try:
+            self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
+                                        console=self.main, wandb=wandb,
+                                        start=(start, start * self.steps_per_update))
+        except ConfigError as e:  # W&B would not start (process 0 only starts it)
+            failed = e
+        if wandb and not distributed.all_processes_agree(failed is None):
+            # Every process stops here, not only process 0 (the others would wait for it in
+            # their first collective until the heartbeat timeout).
+            raise failed or ConfigError("wandb_mode: W&B could not start a run on process 0 "
+                                        "(its error says why)")
+        if failed is not None:
+            raise failed
         if start:
             self._load_log_state(start)
         return state

@@ -189,6 +189,28 @@ def test_two_processes_match_one(mode, tmp_path):
     assert_rows_close(single[:COMPARED_UPDATES], two[:COMPARED_UPDATES], tol=1e-4)
 
 
+def test_wandb_refused_on_process_0_stops_every_process_with_exit_2(tmp_path):
+    """Only process 0 starts W&B; when it refuses (no API key), every process says so and
+    exits 2 at once, instead of waiting for process 0 in a collective."""
+    pytest.importorskip("wandb")
+    env = {k: v for k, v in entry_env().items() if not k.startswith("WANDB_")}
+    env.update(HOME=str(tmp_path), WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"),
+               WANDB_SILENT="true")
+    env.pop("NETRC", None)
+    t0 = time.monotonic()
+    code, _, err, _ = _run(["--num_processes=2", "--devices_per_process=1", "--timeout_s=100",
+                            "--", sys.executable, "-m", "anakin.main",
+                            "--config=configs/cartpole_ppo.py", f"--workdir={tmp_path}/run",
+                            "--config.wandb_project=podracer-test",
+                            "--config.num_devices=0", "--config.num_envs=8",
+                            "--config.wandb_mode=online"],
+                           timeout_s=120, env=env)
+    assert code == 2, err[-3000:]
+    assert "[p0] config error: wandb_mode: W&B could not start a run in mode 'online'" in err
+    assert "[p1] config error: wandb_mode: W&B could not start a run on process 0" in err
+    assert time.monotonic() - t0 < 60, err[-3000:]
+
+
 # --- the launcher itself, with small Python children ---------------------------------------
 
 
