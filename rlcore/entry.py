@@ -43,13 +43,27 @@ def parse_flags(argv):
         message = " ".join(str(e).split())
         found = re.search(r"--config\.([\w.]+)", message)
         field = found.group(1) if found else "config"
-        if isinstance(e, AttributeError):  # ml_collections: override of an unknown field
+        if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
             unknown = re.search(r"'(\w+)'", message)
-            field, message = (unknown.group(1) if unknown else field), "no such config field"
+            if unknown:
+                field = _override_path(argv, unknown.group(1))
+            message = "no such config field"
         elif isinstance(e, OSError):  # the config file itself did not load
             message = message.split(" Attempted")[0]
         print(f"config error: {field}: {message}", file=sys.stderr)
         sys.exit(2)
+
+
+def _override_path(argv, name: str) -> str:
+    """The dotted path of the ``--config.<path>`` override whose component ``name`` is
+    unknown, up to that component (``debug.nope`` for ``--config.debug.nope=1``); ``name``
+    itself when no override has it."""
+    for arg in argv:
+        found = re.match(r"--config\.([\w.]+)", arg)
+        parts = found.group(1).split(".") if found else []
+        if name in parts:
+            return ".".join(parts[:parts.index(name) + 1])
+    return name
 
 
 def _config_argument(argv) -> str | None:

@@ -87,6 +87,8 @@ def test_one_vs_four_devices(algorithm):
     ("--config.algorithm=dqn", "algorithm"),
     ("--config.learning_rate=-1.0", "learning_rate"),
     ("--config.env_id=Breakout-v5", "env_id"),
+    ("--config.debug.nope=1", "debug.nope"),  # unknown fields named by their whole path
+    ("--config.nope.deeper=3", "nope"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("anakin.main",
