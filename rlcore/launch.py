@@ -34,7 +34,7 @@ import time
 
 HOST = "127.0.0.1"
 POLL_S = 0.05           # supervision poll period
-OUTPUT_JOIN_S = 5.0     # longest wait for a process's last output lines
+OUTPUT_JOIN_S = 5.0     # longest wait for the processes' last output lines (all pumps)
 REAP_S = 5.0            # longest wait for a SIGKILLed process to be reaped
 TIMEOUT_CODE = 124      # like coreutils timeout(1)
 NOT_STARTED_CODE = 127  # like a shell's "command not found"
@@ -262,8 +262,9 @@ class Group:
         deadline = time.monotonic() + REAP_S
         while self.running() and time.monotonic() < deadline:
             time.sleep(POLL_S)
+        deadline = time.monotonic() + OUTPUT_JOIN_S  # one wait for all the pumps
         for thread in self._threads:
-            thread.join(timeout=OUTPUT_JOIN_S)
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
 
     def _signal(self, i: int, signum) -> None:
         try:
