@@ -273,7 +273,7 @@ ARCH_SPS_FIELDS = ("env", "algorithm", "arch")
 def machine_line() -> str:
     cores = os.cpu_count()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return f"{cores} CPU cores, load average {load} at the end"
+    return f"{cores} CPU cores, load average {load} when this report was written"
 
 
 def main(argv=None) -> int:
