@@ -232,6 +232,7 @@ def impala_loss(
         inputs.lambda_,
         clip_rho,
         clip_pg_rho,
+        cut=inputs.cut,
     )
     policy = -jnp.mean(jax.lax.stop_gradient(vt.pg_advantages) * log_pa)
     value_loss = 0.5 * jnp.mean(jnp.square(jax.lax.stop_gradient(vt.targets) - value_tm1))

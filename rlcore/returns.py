@@ -25,11 +25,13 @@ from flax import struct
 
 @struct.dataclass
 class ReturnsInputs:
-    """Per-step inputs of ``gae`` and ``vtrace`` built from a rollout, all ``[T, B]``."""
+    """Per-step inputs of ``gae`` and ``vtrace`` built from a rollout, all ``[T, B]``;
+    ``cut`` (bool) marks the truncations, where the trace is cut."""
 
     discount_t: jax.Array
     value_t: jax.Array
     lambda_: jax.Array
+    cut: jax.Array
 
 
 @struct.dataclass
@@ -60,7 +62,7 @@ def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gam
       lambda_: trace parameter (scalar).
 
     Returns:
-      ReturnsInputs with ``discount_t``, ``value_t``, ``lambda_`` all ``[T, B]``.
+      ReturnsInputs with ``discount_t``, ``value_t``, ``lambda_``, ``cut`` all ``[T, B]``.
     """
     chex.assert_equal_shape([reward_t, terminated, truncated, value_tm1])
     chex.assert_rank(bootstrap_value, 1)
@@ -69,7 +71,7 @@ def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gam
     next_value = jnp.concatenate([value_tm1[1:], bootstrap_value[None]], axis=0)
     value_t = jnp.where(cut, value_tm1, next_value)
     lambdas = jnp.where(cut, 0.0, jnp.asarray(lambda_, jnp.float32))
-    return ReturnsInputs(discount_t=discount_t, value_t=value_t, lambda_=lambdas)
+    return ReturnsInputs(discount_t=discount_t, value_t=value_t, lambda_=lambdas, cut=cut)
 
 
 def _broadcast_lambda(lambda_, like):
@@ -121,6 +123,7 @@ def vtrace(
     lambda_=1.0,
     clip_rho=1.0,
     clip_pg_rho=1.0,
+    cut=None,
 ):
     """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, arXiv 1802.01561).
 
@@ -128,8 +131,8 @@ def vtrace(
     ``acc_t = rho_t * delta_t + discount_t * c_t * acc_{t+1}``, ``acc_T = 0``,
     ``delta_t = r_t + discount_t * value_t - value_tm1``, ``rho_t = min(clip_rho, pi/mu)``,
     ``c_t = lambda_t * min(1, pi/mu)``. The policy-gradient advantage uses the target of the
-    successor, ``value_t + acc_{t+1}`` (``= vs_{t+1}`` when the trace is not cut at ``t``,
-    and ``value_t`` where ``lambda_t == 0``):
+    successor, ``value_t + acc_{t+1}`` (``= vs_{t+1}``), and ``value_t`` where ``cut[t]``
+    (a truncation: ``vs_{t+1}`` belongs to the next episode):
     ``pg_adv_t = min(clip_pg_rho, pi/mu) * (r_t + discount_t * vs_{t+1} - value_tm1)``.
 
     Args:
@@ -141,6 +144,8 @@ def vtrace(
       lambda_: scalar or ``[T, B]`` trace parameter.
       clip_rho: clipping threshold of the importance weights in the targets.
       clip_pg_rho: clipping threshold of the importance weights in the pg advantages.
+      cut: ``[T, B]`` bool, the truncations (``ReturnsInputs.cut``), or None (no cut). A
+        ``lambda_`` of 0 alone is no cut: it only stops the trace of the targets.
 
     Returns:
       VTraceOutput of ``[T, B]`` arrays. Gradients are not stopped: callers do that.
@@ -155,7 +160,7 @@ def vtrace(
     acc = _backward_sum(delta, discount_t * cs)
     targets = value_tm1 + acc
     acc_tp1 = jnp.concatenate([acc[1:], jnp.zeros_like(acc[:1])], axis=0)
-    vs_tp1 = value_t + jnp.where(lambdas > 0, acc_tp1, 0.0)
+    vs_tp1 = value_t + (acc_tp1 if cut is None else jnp.where(cut, 0.0, acc_tp1))
     pg_rhos = jnp.minimum(clip_pg_rho, rhos)
     pg_advantages = pg_rhos * (reward_t + discount_t * vs_tp1 - value_tm1)
     return VTraceOutput(errors=targets - value_tm1, pg_advantages=pg_advantages, targets=targets)

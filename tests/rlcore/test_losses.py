@@ -298,7 +298,7 @@ def test_impala_loss_gradients():
         inputs = returns.step_inputs(traj.reward, traj.terminated, traj.truncated, value0,
                                      boot0, 0.9, 0.9)
         vt = returns.vtrace(value0, inputs.value_t, traj.reward, inputs.discount_t, log_rhos,
-                            inputs.lambda_)
+                            inputs.lambda_, cut=inputs.cut)
 
         @jax.jit
         def frozen(p):

@@ -175,7 +175,8 @@ def test_gae_lambda_one_is_discounted_return_minus_value():
 # ----------------------------------------------------------------------------- V-trace
 
 
-def _np_vtrace(value_tm1, value_t, reward, discount, log_rhos, lambdas, clip_rho, clip_pg_rho):
+def _np_vtrace(value_tm1, value_t, reward, discount, log_rhos, lambdas, clip_rho, clip_pg_rho,
+               cut=None):
     """V-trace (Espeholt et al. 2018) as an explicit backward loop, in float64.
 
     Paper, Remark 1: ``v_s = V(x_s) + rho_s delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``
@@ -184,13 +185,14 @@ def _np_vtrace(value_tm1, value_t, reward, discount, log_rhos, lambdas, clip_rho
     ``V(x_{s+1})`` is ``value_t[s]`` (at a truncation, the estimate ``step_inputs`` puts
     there). Policy gradient advantage:
     ``min(pg_rho_bar, pi/mu) (r_s + gamma_s q_{s+1} - V(x_s))`` with ``q_{s+1} = v_{s+1}``,
-    except where the trace is cut (``lambda_s == 0``): there ``q_{s+1} = value_t[s]``, as
-    vtrace's docstring says, because ``v_{s+1}`` belongs to the next episode.
+    except at a truncation (``cut[s]``): there ``q_{s+1} = value_t[s]``, as vtrace's
+    docstring says, because ``v_{s+1}`` belongs to the next episode.
     """
     value_tm1, value_t, reward, discount, log_rhos, lambdas = (
         np.asarray(a, np.float64)
         for a in (value_tm1, value_t, reward, discount, log_rhos, lambdas)
     )
+    cut = np.zeros(reward.shape, bool) if cut is None else np.asarray(cut)
     n, m = reward.shape
     vs = np.zeros((n + 1, m))
     pg = np.zeros((n, m))
@@ -203,7 +205,7 @@ def _np_vtrace(value_tm1, value_t, reward, discount, log_rhos, lambdas, clip_rho
             delta = reward[s, b] + discount[s, b] * value_t[s, b] - value_tm1[s, b]
             vs[s, b] = (value_tm1[s, b] + rho * delta
                         + discount[s, b] * c * (vs[s + 1, b] - value_t[s, b]))
-            q_next = vs[s + 1, b] if lambdas[s, b] > 0 else value_t[s, b]
+            q_next = value_t[s, b] if cut[s, b] else vs[s + 1, b]
             pg[s, b] = min(clip_pg_rho, ratio) * (
                 reward[s, b] + discount[s, b] * q_next - value_tm1[s, b])
     return vs[:n], pg
@@ -214,7 +216,7 @@ def _vtrace_case(seed, lam, log_rho_scale=1.0):
     reward, term, trunc, v, boot = _rollout(seed)
     inputs = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam)
     log_rhos = (log_rho_scale * rng.normal(size=(T, B))).astype(np.float32)
-    return v, inputs, reward, log_rhos
+    return v, inputs, reward, log_rhos, np.asarray(trunc) & ~np.asarray(term)
 
 
 @pytest.mark.parametrize(
@@ -224,18 +226,21 @@ def _vtrace_case(seed, lam, log_rho_scale=1.0):
         (1.0, 0.8, 0.5),  # clip_rho < 1
         (0.9, 2.0, 1.5),  # clip_rho > 1, lambda < 1
         (0.5, 0.6, 2.5),
+        (0.0, 1.0, 1.0),  # lambda 0: one-step targets, pg advantages still use vs_{t+1}
     ],
 )
 def test_vtrace_matches_numpy_reference(lam, clip_rho, clip_pg_rho):
-    v, inputs, reward, log_rhos = _vtrace_case(seed=10, lam=lam)
+    v, inputs, reward, log_rhos, cut = _vtrace_case(seed=10, lam=lam)
     ratios = np.exp(log_rhos)
     # The data exercise every clip: ratios on both sides of 1, clip_rho and clip_pg_rho.
     for threshold in (1.0, clip_rho, clip_pg_rho):
         assert (ratios > threshold).any() and (ratios < threshold).any()
     out = returns.vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos,
-                         inputs.lambda_, clip_rho=clip_rho, clip_pg_rho=clip_pg_rho)
+                         inputs.lambda_, clip_rho=clip_rho, clip_pg_rho=clip_pg_rho,
+                         cut=inputs.cut)
     want_vs, want_pg = _np_vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos,
-                                  inputs.lambda_, clip_rho, clip_pg_rho)
+                                  inputs.lambda_, clip_rho, clip_pg_rho,
+                                  cut)
     _close(out.targets, want_vs)
     _close(out.errors, want_vs - v)
     _close(out.pg_advantages, want_pg)
@@ -257,13 +262,15 @@ def test_vtrace_scalar_lambda_without_cuts():
 
 def test_vtrace_truncation_cuts_trace():
     """Rewards after a truncation do not change the targets before it."""
-    v, inputs, reward, log_rhos = _vtrace_case(seed=12, lam=1.0)
+    v, inputs, reward, log_rhos, cut = _vtrace_case(seed=12, lam=1.0)
     assert float(inputs.lambda_[2, 1]) == 0.0  # the fixed mid-sequence truncation of env 1
-    out = returns.vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos, inputs.lambda_)
+    assert cut[2, 1] and np.array_equal(np.asarray(inputs.cut), cut)
+    out = returns.vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos, inputs.lambda_,
+                         cut=inputs.cut)
     reward2 = reward.copy()
     reward2[3:, 1] += 100.0
     out2 = returns.vtrace(v, inputs.value_t, reward2, inputs.discount_t, log_rhos,
-                          inputs.lambda_)
+                          inputs.lambda_, cut=inputs.cut)
     _close(out2.targets[:3, 1], np.asarray(out.targets[:3, 1]))
     _close(out2.pg_advantages[:3, 1], np.asarray(out.pg_advantages[:3, 1]))
 
@@ -289,7 +296,7 @@ def test_vtrace_on_policy_is_n_step_return():
 
 
 def test_vtrace_on_policy_equals_gae_lambda_one():
-    v, inputs, reward, _ = _vtrace_case(seed=14, lam=1.0)
+    v, inputs, reward, _, _ = _vtrace_case(seed=14, lam=1.0)
     out = returns.vtrace(v, inputs.value_t, reward, inputs.discount_t,
                          np.zeros((T, B), np.float32), inputs.lambda_)
     adv, targets = returns.gae(reward, inputs.discount_t, v, inputs.value_t, inputs.lambda_)
