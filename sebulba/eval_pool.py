@@ -27,9 +27,11 @@ def make_greedy_policy(apply_fn: Callable):
 
 
 def play_first_episodes(env: HostEnv, act: Callable[[np.ndarray], np.ndarray],
-                        max_steps: int) -> EpisodeSummary:
+                        max_steps: int,
+                        should_stop: Callable[[], bool] | None = None) -> EpisodeSummary | None:
     """Resets ``env`` and steps it with ``act(obs) -> actions`` until each of its envs has
-    finished one episode (or ``max_steps`` steps); sums over the finished first episodes."""
+    finished one episode (or ``max_steps`` steps); sums over the finished first episodes.
+    Returns None when ``should_stop()`` turns true first (checked every step)."""
     n = env.num_envs
     done = np.zeros(n, bool)
     ret, length = np.zeros(n), np.zeros(n)
@@ -37,6 +39,8 @@ def play_first_episodes(env: HostEnv, act: Callable[[np.ndarray], np.ndarray],
     for _ in range(max_steps):
         if done.all():
             break
+        if should_stop is not None and should_stop():
+            return None
         ts = env.step(np.asarray(act(ts.obs)))
         ended = (ts.terminated | ts.truncated) & ~done
         ret[ended] = env.stats.completed_return[ended]
@@ -62,10 +66,12 @@ class EvalPool:
         self.max_steps = max_steps
         self._policy = make_greedy_policy(apply_fn)
 
-    def run(self, params) -> EpisodeSummary:
-        """Greedy first episodes of every eval env with ``params`` (on ``device``)."""
+    def run(self, params, should_stop: Callable[[], bool] | None = None
+            ) -> EpisodeSummary | None:
+        """Greedy first episodes of every eval env with ``params`` (on ``device``); None
+        when ``should_stop()`` came true before they ended."""
         act = lambda obs: self._policy(params, jax.device_put(obs, self.device))  # noqa: E731
-        return play_first_episodes(self.env, act, self.max_steps)
+        return play_first_episodes(self.env, act, self.max_steps, should_stop)
 
     def close(self) -> None:
         self.env.close()

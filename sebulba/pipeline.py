@@ -13,11 +13,15 @@ after ``v`` updates, version ``start`` the initial or restored params):
   hardware; for ablations only).
 
 Every blocking wait here polls a stop event with a short timeout and gives up after
-``timeout_s``; an error in any thread is recorded and stops all of them.
+``timeout_s``; an error in any thread is recorded and stops all of them. The actors' waits
+(for params, for room in the queue) count ``timeout_s`` from the end of the learner's last
+busy spell (``StopControl.learner_busy``: its step, first compile included, evaluation,
+logging and checkpoint), so a long compile or evaluation is not taken for a stall.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -33,12 +37,36 @@ class PipelineStopped(Exception):
 
 
 class StopControl:
-    """A stop event plus the first error raised in any thread."""
+    """A stop event, the first error raised in any thread, and whether the learner thread
+    is busy (between two rollout collections)."""
 
     def __init__(self):
         self.event = threading.Event()
         self.error: BaseException | None = None
         self._lock = threading.Lock()
+        self._busy = 0
+        self._idle_since = 0.0  # when the last busy spell ended
+
+    @contextlib.contextmanager
+    def learner_busy(self):
+        """Marks the learner's work between two collections; waits on the learner do not
+        time out while it lasts (``stall_start``)."""
+        with self._lock:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy -= 1
+                if not self._busy:
+                    self._idle_since = time.perf_counter()
+
+    def stall_start(self, since: float) -> float:
+        """Since when a wait that began at ``since`` has waited on a learner that is not
+        busy: now while it is busy, else the later of ``since`` and the end of the last busy
+        spell (``time.perf_counter`` seconds)."""
+        with self._lock:
+            return time.perf_counter() if self._busy else max(since, self._idle_since)
 
     def fail(self, error: BaseException) -> None:
         with self._lock:
@@ -59,8 +87,9 @@ class StopControl:
 
 
 def put(q: queue.Queue, item, stop: StopControl, timeout_s: float) -> float:
-    """Puts ``item`` on ``q``, waiting for room; returns seconds waited."""
-    start = time.perf_counter()
+    """Puts ``item`` on ``q``, waiting for room (``timeout_s`` of a learner not busy);
+    returns seconds waited."""
+    start = stalled = time.perf_counter()
     while True:
         if stop.stopped:
             raise PipelineStopped()
@@ -68,7 +97,8 @@ def put(q: queue.Queue, item, stop: StopControl, timeout_s: float) -> float:
             q.put(item, timeout=POLL_S)
             return time.perf_counter() - start
         except queue.Full:
-            if time.perf_counter() - start > timeout_s:
+            stalled = stop.stall_start(stalled)
+            if time.perf_counter() - stalled > timeout_s:
                 raise TimeoutError(
                     f"rollout queue full for {timeout_s} s (learner stalled?)") from None
 
@@ -126,9 +156,9 @@ class ParamsServer:
             self._cond.notify_all()
 
     def get(self, version: int | None, device, stop: StopControl, timeout_s: float):
-        """Params of ``version`` (``None``: the newest) on ``device``; returns
-        ``(version, params, seconds waited)``."""
-        start = time.perf_counter()
+        """Params of ``version`` (``None``: the newest) on ``device``, waiting at most
+        ``timeout_s`` of a learner not busy; returns ``(version, params, seconds waited)``."""
+        start = stalled = time.perf_counter()
         with self._cond:
             while True:
                 if stop.stopped:
@@ -140,6 +170,7 @@ class ParamsServer:
                     return version, self._versions[version][device], time.perf_counter() - start
                 if version is not None and self._versions and version < min(self._versions):
                     raise RuntimeError(f"params version {version} was already dropped")
-                if time.perf_counter() - start > timeout_s:
+                stalled = stop.stall_start(stalled)
+                if time.perf_counter() - stalled > timeout_s:
                     raise TimeoutError(f"no params version {version} for {timeout_s} s")
                 self._cond.wait(POLL_S)

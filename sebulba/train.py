@@ -186,28 +186,26 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
             actors, queues = run.start_actors(start, total, server, stop)
             for u in range(start, total):
                 items, wait_s = _collect(queues, stop, config.queue_timeout_s, u)
-                batch = sl.assemble(items, run.layout)
-                if on_batch is not None:
-                    on_batch(u, batch)
-                episodes = sl.episode_array(items, run.layout)
-                t_learn = time.perf_counter()
-                state, out = run.learner_step(state, batch, episodes, jnp.int32(u))
-                server.publish(u + 1, state.params)
-                out = distributed.to_host(out)
-                learn_s = time.perf_counter() - t_learn
-                if t0 is not None:
-                    rundir.first_call_done(1, time.perf_counter() - t0)
-                    t0 = None
-                evals = {}
-                if evaluator is not None and (u + 1) % config.eval_every == 0:
-                    _, params, _ = server.get(u + 1, run.layout.actor_devices[0], stop,
-                                              config.queue_timeout_s)
-                    evals = eval_scalars(evaluator.run(params))
-                rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
-                              out.episodes)
-                # A collective in multi-process runs: every process, after every update.
-                exit_code = distributed.agree_on_exit_code(flag.exit_code)
-                rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
+                with stop.learner_busy():  # the actors' waits do not time out meanwhile
+                    batch = sl.assemble(items, run.layout)
+                    if on_batch is not None:
+                        on_batch(u, batch)
+                    t_learn = time.perf_counter()
+                    state, out = run.learner_step(state, batch,
+                                                  sl.episode_array(items, run.layout),
+                                                  jnp.int32(u))
+                    server.publish(u + 1, state.params)
+                    out = distributed.to_host(out)
+                    learn_s = time.perf_counter() - t_learn
+                    if t0 is not None:
+                        rundir.first_call_done(1, time.perf_counter() - t0)
+                        t0 = None
+                    evals = _evaluate(run, server, evaluator, stop, flag, u + 1)
+                    rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
+                                  out.episodes)
+                    # A collective in multi-process runs: every process, after every update.
+                    exit_code = distributed.agree_on_exit_code(flag.exit_code)
+                    rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
     except pipeline.PipelineStopped:
         stop.raise_if_failed()
         raise
@@ -221,6 +219,18 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                 evaluator.close()
     stop.raise_if_failed()
     return rundir.history
+
+
+def _evaluate(run, server, evaluator, stop, flag, version: int) -> dict:
+    """The eval scalars after update ``version`` when one is due (else none). A signal or
+    a failed thread abandons the evaluation: no eval values that time."""
+    config = run.config
+    if evaluator is None or version % config.eval_every != 0:
+        return {}
+    _, params, _ = server.get(version, run.layout.actor_devices[0], stop,
+                              config.queue_timeout_s)
+    summary = evaluator.run(params, lambda: stop.stopped or flag.exit_code is not None)
+    return eval_scalars(summary) if summary is not None else {}
 
 
 def _collect(queues, stop, timeout_s, update):

@@ -289,3 +289,30 @@ def test_queue_put_waits_for_room():
     call.join()
     assert call.error is None and call.result > 0
     assert q.get_nowait() == "b"
+
+
+# --- a busy learner is not a stalled one ---------------------------------------------------
+
+
+def test_waits_on_a_busy_learner_do_not_time_out():
+    """While the learner is busy (its step or first compile, an evaluation, a checkpoint)
+    the actors' waits for params and for room do not count towards ``timeout_s``; they do
+    from the end of the busy spell."""
+    (d0,) = devices()[:1]
+    server, stop = ParamsServer([d0], keep=3), StopControl()
+    server.publish(0, make_params(0))
+    q = queue.Queue(maxsize=1)
+    q.put("full")
+    busy_s = 3 * TIMEOUT_S
+    with stop.learner_busy():
+        got = Call(lambda: server.get(1, d0, stop, TIMEOUT_S))
+        room = Call(lambda: put(q, "b", stop, TIMEOUT_S))
+        time.sleep(busy_s)
+        assert got.thread.is_alive() and room.thread.is_alive()  # a plain wait timed out
+        server.publish(1, make_params(1))
+    idle_since = time.perf_counter()  # not busy now: the put times out TIMEOUT_S later
+    got.join()
+    assert got.error is None and got.result[0] == 1 and got.result[2] >= busy_s
+    room.join()
+    assert isinstance(room.error, TimeoutError)
+    assert TIMEOUT_S - 0.01 <= room.ended - idle_since < TIMEOUT_S + 1

@@ -51,3 +51,14 @@ def test_play_first_episodes_counts_each_env_once():
         assert capped.count == 0
     finally:
         env.close()
+
+
+def test_play_first_episodes_stops_when_asked():
+    env = registry.make_host_env("CartPole-v1", 3, seed=eval_host_seed(0))
+    calls = []
+    try:
+        out = play_first_episodes(env, lambda obs: np.zeros(len(obs), np.int64), 2000,
+                                  should_stop=lambda: calls.append(1) or len(calls) > 4)
+        assert out is None and len(calls) == 5  # checked before every step
+    finally:
+        env.close()
