@@ -131,17 +131,23 @@ class Actor:
             env_ids = jax.device_put(
                 np.arange(spec.first_env, spec.first_env + spec.num_envs, dtype=np.int32),
                 spec.device)
+            put_wait = 0.0
             for r in range(spec.start, spec.end):
                 item, obs = self._rollout(env, obs, env_ids, r)
-                item.timers["actor_put_wait"] = pipeline.put(
-                    self.out_queue, item, self.stop, spec.timeout_s)
+                # The wait to hand over the previous rollout: once an item is in the queue
+                # the learner may read it, so nothing is written to it after the put.
+                item.timers["actor_put_wait"] = put_wait
+                put_wait = pipeline.put(self.out_queue, item, self.stop, spec.timeout_s)
         except pipeline.PipelineStopped:
             pass
         except BaseException as e:  # noqa: BLE001 - reaches the main thread via stop
             self.stop.fail(e)
         finally:
             if env is not None:
-                env.close()
+                try:
+                    env.close()
+                except BaseException as e:  # noqa: BLE001 - a failed close fails the run too
+                    self.stop.fail(e)
 
     def _rollout(self, env: HostEnv, obs: np.ndarray, env_ids, r: int):
         """Collects rollout ``r`` from ``obs`` with this thread's global ``env_ids [n]``

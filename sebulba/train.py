@@ -51,6 +51,7 @@ from sebulba.eval_pool import EvalPool
 from sebulba.layout import make_layout
 
 JOIN_TIMEOUT_S = 30.0
+# Actor stage seconds of a rollout (actor_put_wait: the hand-over of the previous rollout).
 TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
 
 
