@@ -62,7 +62,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.num_actor_threads = 1         # per actor device, each with its own EnvPool
     c.env_threads = 0               # EnvPool worker threads per pool; 0 = EnvPool default
     c.pipeline = "cleanba"          # sync | cleanba | async
-    c.queue_timeout_s = 300.0       # longest wait on a rollout or params hand-off
+    c.queue_timeout_s = 300.0       # longest wait on a rollout or params hand-off (an actor's
+                                    # clock stops while the learner is busy)
     # Multi-process (jax.distributed); num_processes 1 = single process.
     c.coordinator_address = ""      # host:port of process 0
     c.num_processes = 1             # processes of the run
