@@ -43,8 +43,8 @@ from collections.abc import Sequence
 import numpy as np
 from rliable import library, metrics
 
-from benchmarks.cli import OneLineParser
 from rlcore import atari_scores
+from rlcore.cli import OneLineParser
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",

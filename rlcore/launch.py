@@ -32,6 +32,8 @@ import sys
 import threading
 import time
 
+from rlcore.cli import OneLineParser
+
 HOST = "127.0.0.1"
 POLL_S = 0.05           # supervision poll period
 OUTPUT_JOIN_S = 5.0     # longest wait for the processes' last output lines (all pumps)
@@ -39,13 +41,6 @@ REAP_S = 5.0            # longest wait for a SIGKILLed process to be reaped
 TIMEOUT_CODE = 124      # like coreutils timeout(1)
 NOT_STARTED_CODE = 127  # like a shell's "command not found"
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad argument as one ``launch error:`` line, exit code 2."""
-
-    def error(self, message):
-        _fail(message)
 
 
 def _fail(message: str):
@@ -61,8 +56,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """
     cut = argv.index("--") if "--" in argv else len(argv)
     own, command = argv[:cut], argv[cut + 1:]
-    parser = _Parser(prog="python -m rlcore.launch", description=__doc__.split("\n")[0],
-                     allow_abbrev=False)
+    parser = OneLineParser(prog="python -m rlcore.launch", description=__doc__.split("\n")[0],
+                           allow_abbrev=False, error_prefix="launch error: ")
     parser.add_argument("--num_processes", type=int, required=True, help="processes (>= 1)")
     parser.add_argument("--devices_per_process", type=int, default=1,
                         help="fake CPU devices per process (>= 1)")

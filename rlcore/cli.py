@@ -1,4 +1,4 @@
-"""Command-line parsing shared by the benchmark commands."""
+"""Command-line parsing shared by the argparse commands (the launcher, the benchmarks)."""
 
 from __future__ import annotations
 
