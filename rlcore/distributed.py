@@ -105,11 +105,7 @@ def agree_on_exit_code(code: int | None) -> int | None:
     """
     if jax.process_count() == 1:
         return code
-    from jax.experimental import multihost_utils
-
-    codes = multihost_utils.process_allgather(np.int32(code or 0))
-    top = int(np.max(codes))
-    return top or None
+    return int(np.max(_gather_int(code or 0))) or None
 
 
 def all_processes_agree(ok: bool) -> bool:
@@ -117,6 +113,11 @@ def all_processes_agree(ok: bool) -> bool:
     process calls it at the same point), ``ok`` itself in one process."""
     if jax.process_count() == 1:
         return ok
+    return bool(np.all(_gather_int(int(ok))))
+
+
+def _gather_int(value: int) -> np.ndarray:
+    """``[num_processes]`` int32: ``value`` of every process (a collective)."""
     from jax.experimental import multihost_utils
 
-    return bool(np.all(multihost_utils.process_allgather(np.int32(ok))))
+    return np.asarray(multihost_utils.process_allgather(np.int32(value)))

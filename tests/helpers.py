@@ -92,3 +92,21 @@ def run_entry(module: str, args: list[str], timeout_s: float = 300):
 
 def config_error_lines(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if ln.startswith("config error:")]
+
+
+def sebulba_batches(config, updates: int) -> dict:
+    """``{update: batch as numpy}`` of the first ``updates`` updates of a Sebulba training
+    run of ``config`` (through ``train``'s ``on_batch`` hook)."""
+    import jax
+    import numpy as np
+
+    from sebulba.train import train
+
+    seen = {}
+
+    def on_batch(update, batch):
+        if update < updates:
+            seen[update] = jax.tree.map(np.asarray, batch)
+
+    train(config, None, on_batch=on_batch)
+    return seen

@@ -11,7 +11,7 @@ import pytest
 
 from configs import cartpole_ppo_sebulba
 from sebulba.train import prepare, train
-from tests.helpers import best_return
+from tests.helpers import best_return, sebulba_batches
 
 SOLVED = 475.0
 
@@ -69,23 +69,12 @@ def test_own_catch_smoke():
     assert all(ret is not None and -1.0 <= ret <= 1.0 for ret in returns), returns
 
 
-def _batches(config, updates=2):
-    seen = {}
-
-    def on_batch(update, batch):
-        if update < updates:
-            seen[update] = jax.tree.map(np.asarray, batch)
-
-    train(config, None, on_batch=on_batch)
-    return seen
-
-
 @needs_4
 def test_learner_data_independent_of_actor_threads():
     """Envs are seeded by global index, so 1 thread of 12 envs and 3 threads of 4 envs
     give the learner the same data (the sync pipeline fixes the params of each rollout)."""
-    one = _batches(_smoke("own:Catch", pipeline="sync", num_actor_threads=1))
-    three = _batches(_smoke("own:Catch", pipeline="sync", num_actor_threads=3))
+    one = sebulba_batches(_smoke("own:Catch", pipeline="sync", num_actor_threads=1), 2)
+    three = sebulba_batches(_smoke("own:Catch", pipeline="sync", num_actor_threads=3), 2)
     for u in one:
         for name in ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs"):
             np.testing.assert_array_equal(getattr(one[u], name), getattr(three[u], name),

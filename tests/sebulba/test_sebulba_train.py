@@ -21,6 +21,7 @@ from tests.helpers import (
     read_metrics,
     reproducible_part,
     run_entry,
+    sebulba_batches,
     sigterm_after_first_log,
 )
 
@@ -85,23 +86,13 @@ def test_jitter_does_not_change_metrics(mode, threads, tmp_path):
     assert [r["params_lag"] for r in plain[2:]] == [expected_lag] * 4
 
 
-def _batches(config, updates=3):
-    seen = {}
-
-    def on_batch(update, batch):
-        if update < updates:
-            seen[update] = jax.tree.map(np.asarray, batch)
-
-    train(config, None, on_batch=on_batch)
-    return seen
-
-
 @needs_4
 @pytest.mark.parametrize("actors, threads", [((0,), 2), ((0, 1), 1), ((0, 1), 2)])
 def test_learner_data_independent_of_actor_layout(actors, threads):
-    base = _batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)))
-    other = _batches(_small("sync", threads, actor_device_ids=actors,
-                            learner_device_ids=(2, 3)))
+    base = sebulba_batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)),
+                           3)
+    other = sebulba_batches(_small("sync", threads, actor_device_ids=actors,
+                                   learner_device_ids=(2, 3)), 3)
     for u in base:
         b, o = base[u], other[u]
         for name in ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs"):
