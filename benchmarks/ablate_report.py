@@ -332,6 +332,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
     plt = _pyplot()
     panels = groups(records, (panel_field,))
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    banded = False  # whether any line has seeds to draw a band over
     for ax, ((panel,), recs) in zip(axes[0], panels.items()):
         for key, grp in groups(recs, line_fields).items():
             curves = [c for c in _curves(grp, x_index) if c]
@@ -341,6 +342,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
             lo = max(c[0][0] for c in curves)
             grid = np.linspace(lo, hi, 60) if hi > lo else np.array([lo])
             mean, band_lo, band_hi = _band(curves, grid)
+            banded |= len(curves) > 1
             line, = ax.plot(grid, mean, label=f"{_label(key, line_fields)} (n={len(grp)})")
             ax.fill_between(grid, band_lo, band_hi, color=line.get_color(), alpha=0.2)
         ax.set_title(f"{panel_field} {panel}" if panel_field not in ("env",) else panel)
@@ -348,7 +350,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"{title} (bands: 95% t-interval over seeds)")
+    fig.suptitle(f"{title} (bands: 95% t-interval over seeds)" if banded else title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
