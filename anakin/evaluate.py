@@ -4,10 +4,10 @@
 Restores the latest checkpoint of the run in DIR on one device and plays N full episodes
 with the run's jittable env: a batch of N envs, ``vmap``ped and stepped in jitted chunks of
 ``CHUNK`` steps until each env finished its first episode (only that one counts). Seeds
-follow ``rlcore.evaluation`` (keys of ``fold_in(key(seed), EVAL_STREAM)``, a stream training
+follow ``runtime.evaluation`` (keys of ``fold_in(key(seed), EVAL_STREAM)``, a stream training
 never uses). With ``num_seeds > 1`` or a sweep, ``--agent=K`` picks the agent (default 0)
 and its own seed. Frames for ``--video`` are drawn from env 0's observations
-(``rlcore.evaluation.obs_frame_fn``; gymnax envs do not render RGB).
+(``runtime.evaluation.obs_frame_fn``; gymnax envs do not render RGB).
 
 Exit codes: 0 done, 1 runtime failure, 2 bad argument (one ``error:`` line).
 """
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rlcore import evaluation as ev
+from runtime import evaluation as ev
 from rlcore.seeding import per_env_keys
 
 CHUNK = 128  # env steps per jitted call
@@ -129,8 +129,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from anakin.train import MODE, AnakinRun
     from envs import registry
-    from rlcore.config import DeviceCounts, validate
-    from rlcore.distributed import data_mesh
+    from runtime.config import DeviceCounts, validate
+    from runtime.distributed import data_mesh
 
     config = ev.one_device_config(config)
     validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))

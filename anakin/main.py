@@ -8,7 +8,7 @@ Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 from absl import app, flags
 from ml_collections import config_flags
 
-from rlcore.entry import parse_flags, run_main
+from runtime.entry import parse_flags, run_main
 
 _CONFIG = config_flags.DEFINE_config_file("config", "configs/cartpole_ppo.py", "Config file.")
 _WORKDIR = flags.DEFINE_string("workdir", "runs/anakin", "Run directory.")

@@ -19,9 +19,9 @@ from jax.sharding import PartitionSpec as P
 
 from anakin.rollout import EnvCarry, make_eval_fn, make_rollout_fn, reset_envs
 from envs import registry
-from rlcore import distributed, entry, sweep
-from rlcore.checkpoint import SignalFlag
-from rlcore.config import (
+from runtime import distributed, entry, sweep
+from runtime.checkpoint import SignalFlag
+from runtime.config import (
     MAX_SEED,
     DeviceCounts,
     ModeChecks,
@@ -32,10 +32,10 @@ from rlcore.config import (
 )
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
-from rlcore.metrics import eval_scalars
+from runtime.metrics import eval_scalars
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
-from rlcore.rundir import RunDir
+from runtime.rundir import RunDir
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
 
@@ -68,7 +68,7 @@ class AnakinRun:
     """The compiled pieces of one Anakin run: init, the K-update call, and the mesh.
 
     Several agents (``num_seeds`` seeds, times the variants of ``config.sweep``; see
-    ``rlcore.sweep``) train in the same compiled call: the whole per-agent computation
+    ``runtime.sweep``) train in the same compiled call: the whole per-agent computation
     (rollout, update, env reset) is ``jax.vmap``ped over an agent axis (params are initialised
     agent by agent), each agent with the roots of its seed and its swept values, so it is the
     plain run of those (up to XLA's batched kernels). One agent runs without the vmap.

@@ -33,7 +33,7 @@ import time
 
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
-from rlcore.cli import OneLineParser
+from runtime.cli import OneLineParser
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")

@@ -49,7 +49,7 @@ from anakin.train import AnakinRun, prepare
 from benchmarks.common import format_table, time_calls, timed
 from envs import registry
 from rlcore.algorithms import make_algorithm
-from rlcore.entry import apply_xla_cpu_flags
+from runtime.entry import apply_xla_cpu_flags
 from rlcore.learner import make_gradient_step, make_update_fn_for
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")

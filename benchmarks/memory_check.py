@@ -1,4 +1,4 @@
-"""``rlcore.memory``'s estimate against XLA's own accounting of the compiled programs.
+"""``runtime.memory``'s estimate against XLA's own accounting of the compiled programs.
 
 ``python -m benchmarks.memory_check`` compiles (does not run) the Sebulba learner update of
 ``configs/atari_ppo.py`` with a small ``num_envs`` (``python -m benchmarks.memory_check
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from rlcore import memory
+from runtime import memory
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
@@ -61,7 +61,7 @@ def compile_anakin_call(config):
     """The whole Anakin call (rollout + update, ``updates_per_call`` slots) on one device,
     compiled."""
     from anakin.train import AnakinRun
-    from rlcore import distributed
+    from runtime import distributed
 
     run = AnakinRun(config, distributed.data_mesh(jax.devices()[:1]))
     state = jax.eval_shape(run.init_state)
@@ -93,7 +93,7 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
     """``(name, estimate, measured bytes, compile seconds)`` of the programs: the Atari
     learner with a rolled gradient-step loop (``update_unroll=1``) and with the config's own
     ``update_unroll=0`` (XLA CPU then keeps every unrolled step's buffers:
-    ``rlcore.memory.live_steps``), and the MinAtar Anakin call."""
+    ``runtime.memory.live_steps``), and the MinAtar Anakin call."""
     out = []
     for unroll in (1, 0):
         c = atari_config(atari_envs, atari_steps)

@@ -6,7 +6,7 @@ or ``--config.learner_device_ids=1,2,3`` (tuples, not lists).
 
 import ml_collections
 
-from rlcore.sweep import sweep_fields
+from runtime.sweep import sweep_fields
 
 
 def get_config() -> ml_collections.ConfigDict:

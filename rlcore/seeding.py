@@ -12,7 +12,7 @@ threads, devices and processes:
   after update ``u``: ``per_env_keys(roots.eval, i, u)`` (its own stream, ``EVAL_STREAM``);
   host eval pools (Sebulba) get the integer seed ``eval_host_seed(seed) + i``, outside every
   training env seed;
-- the evaluate commands (``rlcore.evaluation``): keys from ``fold_in(key(seed),
+- the evaluate commands (``runtime.evaluation``): keys from ``fold_in(key(seed),
   EVALUATE_STREAM)``, host pools seeded ``evaluate_host_seed(seed) + i`` (outside training's
   and in-training evaluation's seeds);
 - host-served jittable env ``i`` (``envs.jax_host``, a gymnax or own env in Sebulba): keys
@@ -51,7 +51,7 @@ class Roots:
 # Fold of ``key(seed)`` for evaluation envs (0..3: the training roots; 4: host-served
 # jittable envs, ``envs.jax_host.HOST_ENV_STREAM``).
 EVAL_STREAM = 5
-# Fold of ``key(seed)`` for the evaluate commands (``rlcore.evaluation``).
+# Fold of ``key(seed)`` for the evaluate commands (``runtime.evaluation``).
 EVALUATE_STREAM = 1_000_003
 # Host evaluation pools are seeded in [2**31 - 2**23, 2**31): training's host env seeds stay
 # below 2**31 - 2**24 + num_envs (``host_env_seed`` is taken modulo 2**31 - 2**24; a fresh run

@@ -5,14 +5,14 @@ Restores the latest checkpoint of the run in DIR on one device (local device 0) 
 full episodes with the run's host env (``envs.registry.make_host_env``: EnvPool, or a
 jittable env served on a host CPU device), one synchronous pool of N envs, the jitted policy
 on device 0, stepping until each env finished its first episode (only that one counts).
-EnvPool envs are seeded ``rlcore.evaluation.host_eval_seed(seed) + i``, outside every
-seed training gives its envs; actions use the keys of ``rlcore.evaluation.EvalRoots``.
+EnvPool envs are seeded ``runtime.evaluation.host_eval_seed(seed) + i``, outside every
+seed training gives its envs; actions use the keys of ``runtime.evaluation.EvalRoots``.
 Returns are EnvPool's unclipped game scores (Atari trains on clipped rewards), and Atari
 runs also get the human-normalised score.
 
 Frames for ``--video``: EnvPool renders RGB (``render_mode="rgb_array"``: Atari's 210x160
 screen, CartPole's 400x600 drawing); host-served jittable envs draw their observations
-(``rlcore.evaluation.obs_frame_fn``).
+(``runtime.evaluation.obs_frame_fn``).
 
 Exit codes: 0 done, 1 runtime failure, 2 bad argument (one ``error:`` line).
 """
@@ -25,7 +25,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from rlcore import evaluation as ev
+from runtime import evaluation as ev
 
 
 def make_policy(apply_fn: Callable, params, action_root, device, greedy: bool):
@@ -83,7 +83,7 @@ def rgb_capture(env) -> Callable:
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from envs import registry
-    from rlcore.config import DeviceCounts, validate
+    from runtime.config import DeviceCounts, validate
     from sebulba.train import MODE, SebulbaRun
 
     if args.agent != 0:

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 from jax.sharding import Mesh
 
-from rlcore import distributed
+from runtime import distributed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ from flax import struct
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from rlcore import distributed
+from runtime import distributed
 from rlcore.learner import make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.types import EpisodeSummary, LearnerState, Trajectory

@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs import registry
-from rlcore import distributed, entry
-from rlcore.checkpoint import SignalFlag
-from rlcore.config import (
+from runtime import distributed, entry
+from runtime.checkpoint import SignalFlag
+from runtime.config import (
     DeviceCounts,
     ModeChecks,
     choice,
@@ -37,12 +37,12 @@ from rlcore.config import (
     shown,
 )
 from rlcore.learner import init_learner_state
-from rlcore.metrics import eval_scalars
+from runtime.metrics import eval_scalars
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
-from rlcore.rundir import RunDir
+from runtime.rundir import RunDir
 from rlcore.seeding import Roots, eval_host_seed, host_env_seed
-from rlcore.sweep import swept
+from runtime.sweep import swept
 from rlcore.types import LearnerState
 from sebulba import learner as sl
 from sebulba import pipeline

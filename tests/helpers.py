@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from rlcore.metrics import is_clock_key
+from runtime.metrics import is_clock_key
 
 
 def read_metrics(workdir: str) -> list[dict]:

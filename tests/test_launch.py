@@ -1,6 +1,6 @@
-"""``python -m rlcore.launch``: N local processes of one run, prefixed output, the first
+"""``python -m runtime.launch``: N local processes of one run, prefixed output, the first
 failure wins, signals reach every process, nothing outlives the launcher; and
-``rlcore.distributed.detected_cluster`` (the runtime JAX's cluster detection finds).
+``runtime.distributed.detected_cluster`` (the runtime JAX's cluster detection finds).
 
 Every launcher runs under a subprocess timeout, and every process it reports is checked
 dead (and killed if not) when its test ends.
@@ -21,9 +21,9 @@ import psutil
 import pytest
 from ml_collections import ConfigDict
 
-from rlcore import distributed
-from rlcore.distributed import data_mesh
-from rlcore.launch import free_port
+from runtime import distributed
+from runtime.distributed import data_mesh
+from runtime.launch import free_port
 from tests.helpers import REPO, assert_rows_close, entry_env, read_metrics
 from tests.multiprocess_worker import config_for
 
@@ -72,7 +72,7 @@ sys.stdout.write("no newline")
 
 
 def _launcher(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rlcore.launch", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "runtime.launch", *args], cwd=REPO,
                             env=env or entry_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -120,7 +120,7 @@ def _finish(proc: subprocess.Popen, timeout_s: float) -> tuple[int, str, str, li
 
 
 def _run(args: list[str], timeout_s: float = 60, env: dict | None = None):
-    """``python -m rlcore.launch *args`` to the end: ``(code, stdout, stderr, pids)``."""
+    """``python -m runtime.launch *args`` to the end: ``(code, stdout, stderr, pids)``."""
     return _finish(_launcher(args, env), timeout_s)
 
 
@@ -323,7 +323,7 @@ def test_command_that_does_not_start():
     assert code == 127 and "launch: cannot start" in err
 
 
-# --- rlcore.distributed: joining what JAX detects by itself --------------------------------
+# --- runtime.distributed: joining what JAX detects by itself --------------------------------
 
 SLURM = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "localhost", "SLURM_PROCID": "0",
          "SLURM_LOCALID": "0"}
@@ -346,7 +346,7 @@ def test_detected_cluster(env, expected, monkeypatch):
 JOIN = """
 import jax
 from configs import base
-from rlcore import distributed
+from runtime import distributed
 distributed.initialize(base.get_config())  # no process fields given
 print(jax.process_count(), jax.device_count(), jax.process_index())
 """

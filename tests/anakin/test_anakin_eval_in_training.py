@@ -10,7 +10,7 @@ from anakin.rollout import make_eval_fn
 from anakin.train import prepare, train
 from configs import cartpole_ppo
 from envs import registry
-from rlcore.distributed import data_mesh
+from runtime.distributed import data_mesh
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network

@@ -14,8 +14,8 @@ from anakin.evaluate import play_episodes
 from anakin.train import train
 from configs import cartpole_ppo
 from envs import registry
-from rlcore import evaluation as ev
-from rlcore.distributed import data_mesh
+from runtime import evaluation as ev
+from runtime.distributed import data_mesh
 from rlcore.networks import make_network
 from rlcore.seeding import per_env_keys
 from tests.helpers import run_entry

@@ -12,7 +12,7 @@ import pytest
 
 from anakin.train import prepare, train
 from configs import cartpole_impala, cartpole_ppo
-from rlcore.distributed import data_mesh
+from runtime.distributed import data_mesh
 from rlcore.errors import ConfigError
 from tests.helpers import (
     assert_rows_close,

@@ -8,8 +8,8 @@ import pytest
 
 from anakin.train import train
 from configs import cartpole_ppo
-from rlcore.distributed import data_mesh
-from rlcore.metrics import is_clock_key
+from runtime.distributed import data_mesh
+from runtime.metrics import is_clock_key
 
 
 def _config(**overrides):

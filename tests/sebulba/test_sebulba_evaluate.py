@@ -12,7 +12,7 @@ import pytest
 
 from configs import atari_ppo, cartpole_ppo_sebulba
 from envs import registry
-from rlcore import evaluation as ev
+from runtime import evaluation as ev
 from rlcore.networks import make_network
 from sebulba.evaluate import make_policy, play_episodes
 from sebulba.train import prepare, train

@@ -1,10 +1,10 @@
 """Runs one command as N local processes of one multi-controller JAX run.
 
-``python -m rlcore.launch --num_processes=N --devices_per_process=D [--port=P]
+``python -m runtime.launch --num_processes=N --devices_per_process=D [--port=P]
 [--timeout_s=T] [--grace_s=G] -- CMD...``
 
 Process ``i`` runs ``CMD --config.coordinator_address=127.0.0.1:PORT
---config.num_processes=N --config.process_id=i`` (the fields ``rlcore.distributed`` joins
+--config.num_processes=N --config.process_id=i`` (the fields ``runtime.distributed`` joins
 the runtime with) on ``D`` fake CPU devices: ``JAX_PLATFORMS=cpu`` and
 ``--xla_force_host_platform_device_count=D`` added to the other ``XLA_FLAGS``. PORT is a
 free port of 127.0.0.1 unless ``--port`` names one. Every line a process writes is kept on
@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from rlcore.cli import OneLineParser
+from runtime.cli import OneLineParser
 
 HOST = "127.0.0.1"
 POLL_S = 0.05           # supervision poll period
@@ -56,7 +56,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """
     cut = argv.index("--") if "--" in argv else len(argv)
     own, command = argv[:cut], argv[cut + 1:]
-    parser = OneLineParser(prog="python -m rlcore.launch", description=__doc__.split("\n")[0],
+    parser = OneLineParser(prog="python -m runtime.launch", description=__doc__.split("\n")[0],
                            allow_abbrev=False, error_prefix="launch error: ")
     parser.add_argument("--num_processes", type=int, required=True, help="processes (>= 1)")
     parser.add_argument("--devices_per_process", type=int, default=1,
@@ -79,7 +79,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     _check(flags.grace_s >= 0, f"--grace_s: must be >= 0, got {flags.grace_s}")
     _check(flags.signal_grace_s > 0,
            f"--signal_grace_s: must be > 0, got {flags.signal_grace_s}")
-    _check(bool(command), "no command after -- (usage: python -m rlcore.launch "
+    _check(bool(command), "no command after -- (usage: python -m runtime.launch "
                           "--num_processes=N --devices_per_process=D -- CMD...)")
     return flags, command
 

@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import pytest
 
 from configs import base
-from rlcore.entry import check_workdir, config_file_problem
+from runtime.entry import check_workdir, config_file_problem
 from rlcore.errors import ConfigError
-from rlcore.rundir import RunDir
+from runtime.rundir import RunDir
 from rlcore.types import EpisodeSummary
 from tests.helpers import (
     checkpoint_steps,

@@ -7,7 +7,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from rlcore.config import DeviceCounts
+from runtime.config import DeviceCounts
 
 DATA_AXIS = "data"
 

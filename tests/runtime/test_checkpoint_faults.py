@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from configs import base
-from rlcore.checkpoint import Checkpointer, CheckpointError, short_reason
-from rlcore.rundir import RunDir, set_aside_previous_run
+from runtime.checkpoint import Checkpointer, CheckpointError, short_reason
+from runtime.rundir import RunDir, set_aside_previous_run
 from rlcore.types import EpisodeSummary
 from tests.helpers import REPO, checkpoint_steps, entry_env
 
@@ -33,7 +33,7 @@ TMP_SUFFIX = ".orbax-checkpoint-tmp"
 SAVER = """
 import sys, time
 import jax.numpy as jnp
-from rlcore.checkpoint import Checkpointer
+from runtime.checkpoint import Checkpointer
 
 def state(step):
     return {"params": {"w": jnp.arange(2 ** 19, dtype=jnp.float32) + step,

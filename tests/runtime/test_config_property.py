@@ -6,7 +6,7 @@ naming a field of the config (``sweep.<field>``, ``debug.<field>`` for the sub-c
 or the config, its budget set to one update, trains that update without an exception (the
 debug knobs that inject a failure at update 0 fail as designed). Any other exception is a
 validation bug; the ``@example`` rows are the ones this test found, fixed in
-``rlcore.config`` and the modes' ``check_fields``.
+``runtime.config`` and the modes' ``check_fields``.
 
 Values are drawn to be refused: wrong types (str, list, dict, None, bool where a number is
 expected), NaN, +-inf, huge ints (2**63, 10**30, 10**400), negatives, values past float32,
@@ -15,7 +15,7 @@ fine) train one update of a tiny config; most of them share a compile through th
 session's persistent compilation cache (tests/conftest.py), so the file stays short.
 
 Values are stored as given (``set_field``): the command-line parser refuses a value of the
-wrong type before validation (``rlcore.entry.parse_flags``, exit 2), so wrong types reach
+wrong type before validation (``runtime.entry.parse_flags``, exit 2), so wrong types reach
 ``validate`` only from Python (a config built from a dict, or with ``ignore_type``), which
 is what this tests.
 """

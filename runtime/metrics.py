@@ -23,7 +23,7 @@ from typing import Mapping
 import numpy as np
 
 from rlcore.errors import ConfigError
-from rlcore.sweep import SWEEPABLE
+from runtime.sweep import SWEEPABLE
 from rlcore.types import EpisodeSummary
 
 CLOCK_WORDS = ("time", "sps", "wall")

@@ -287,7 +287,7 @@ def restore_latest(workdir: str, like, mode: str):
         state of this mode and config, e.g. a run of the other architecture), in one line
         naming its path.
     """
-    from rlcore.checkpoint import Checkpointer, DamagedCheckpoint
+    from runtime.checkpoint import Checkpointer, DamagedCheckpoint
 
     ckpt = Checkpointer(workdir)
     try:
@@ -358,9 +358,9 @@ def _cell(value: float) -> str:
 
 def human_normalized_scores(env_id: str, returns) -> np.ndarray | None:
     """Human-normalised scores ``[N]`` of Atari returns; None for other envs (or where
-    ``rlcore.atari_scores`` is missing)."""
+    ``runtime.atari_scores`` is missing)."""
     try:
-        from rlcore import atari_scores
+        from runtime import atari_scores
     except ImportError:
         return None
     if atari_scores.game_name(env_id) is None:
@@ -666,7 +666,7 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         defaults: Callable[[], ml_collections.ConfigDict] | None = None) -> None:
     """The whole command: checks the flags, loads the config, runs ``evaluate``, prints the
     report, writes the video; exits 0, 1 (runtime failure) or 2 (bad argument)."""
-    from rlcore.entry import apply_xla_cpu_flags
+    from runtime.entry import apply_xla_cpu_flags
 
     args = args_from_flags()
     try:

@@ -24,7 +24,7 @@ from rlcore.errors import ConfigError
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
 from rlcore.seeding import MAX_EVAL_ENVS
-from rlcore.sweep import SWEEPABLE, swept, variants, with_values
+from runtime.sweep import SWEEPABLE, swept, variants, with_values
 from rlcore.types import EnvSpec
 
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit

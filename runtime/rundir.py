@@ -29,10 +29,10 @@ from typing import Mapping
 
 import numpy as np
 
-from rlcore import distributed
-from rlcore.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
+from runtime import distributed
+from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from rlcore.errors import ConfigError
-from rlcore.metrics import MetricsLogger, wandb_settings, write_config
+from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from rlcore.types import EpisodeSummary
 
 # Fields a resumed run may change: they alter neither the data nor the math.

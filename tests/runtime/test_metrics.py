@@ -4,8 +4,8 @@ summary per variant, TensorBoard tags TensorBoard accepts."""
 import json
 import os
 
-from rlcore.entry import print_summary
-from rlcore.metrics import MetricsLogger, _tb_prefix
+from runtime.entry import print_summary
+from runtime.metrics import MetricsLogger, _tb_prefix
 from rlcore.types import EpisodeSummary
 
 # Two learning rates x two seeds; returns 10, 20 (lr 0.001) and 30, 50 (lr 0.0001).

@@ -18,10 +18,10 @@ import traceback
 from absl import flags, logging
 from ml_collections import config_flags
 
-from rlcore import distributed, memory
-from rlcore.config import ModeChecks, validate, validate_distributed
+from runtime import distributed, memory
+from runtime.config import ModeChecks, validate, validate_distributed
 from rlcore.errors import ConfigError
-from rlcore.metrics import group_by_variant, variant_keys
+from runtime.metrics import group_by_variant, variant_keys
 
 
 def parse_flags(argv):
@@ -136,7 +136,7 @@ def _file_in_the_way(path: str) -> str | None:
 def start_fresh(workdir: str | None) -> None:
     """``--fresh``: the main process moves the previous run in ``workdir`` aside (one line
     says where); every process waits for it before training starts."""
-    from rlcore.rundir import set_aside_previous_run  # imports orbax: only once validated
+    from runtime.rundir import set_aside_previous_run  # imports orbax: only once validated
 
     if workdir and distributed.is_main_process():
         moved = set_aside_previous_run(workdir)
@@ -161,7 +161,7 @@ def apply_xla_cpu_flags(config) -> None:
 
 def prepare(config, mode: ModeChecks) -> None:
     """Checks the process fields, joins the multi-process runtime, then checks every other
-    field for ``mode`` and that the run fits in memory (``rlcore.memory``, on this
+    field for ``mode`` and that the run fits in memory (``runtime.memory``, on this
     runtime's devices and host): all before anything compiles.
 
     Raises:
@@ -184,7 +184,7 @@ def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
-    from rlcore.checkpoint import CheckpointError  # imports orbax: only once validated
+    from runtime.checkpoint import CheckpointError  # imports orbax: only once validated
 
     try:
         if fresh:

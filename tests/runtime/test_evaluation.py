@@ -1,4 +1,4 @@
-"""rlcore.evaluation: the eval seed rule, argument checks, statistics, frames and videos."""
+"""runtime.evaluation: the eval seed rule, argument checks, statistics, frames and videos."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlcore import evaluation as ev
+from runtime import evaluation as ev
 from rlcore.seeding import MAX_EVAL_ENVS, Roots, eval_host_seed, host_env_seed, per_env_keys
 
 # ----------------------------------------------------------------------------- seeds
@@ -122,7 +122,7 @@ def test_check_args_needs_config_and_checkpoint(tmp_path):
 
 def test_load_config_restores_tuples_and_fills_defaults(tmp_path):
     from configs import base
-    from rlcore.metrics import write_config
+    from runtime.metrics import write_config
 
     config = base.get_config()
     config.learner_device_ids = (1, 2)

@@ -52,7 +52,7 @@ def _parse_table(text: str) -> dict[str, tuple[float, float]]:
 
 def _load_table() -> dict[str, tuple[float, float]]:
     """Reads the shipped CSV (works from a source tree, an install and a zip alike)."""
-    text = resources.files("rlcore.data").joinpath(_CSV).read_text(encoding="utf-8")
+    text = resources.files("runtime.data").joinpath(_CSV).read_text(encoding="utf-8")
     return _parse_table(text)
 
 

@@ -1,4 +1,4 @@
-"""rlcore.memory: the estimate's parts by hand, oversized configs refused by ``prepare``
+"""runtime.memory: the estimate's parts by hand, oversized configs refused by ``prepare``
 before anything compiles, Sebulba's host check, and the estimate against XLA's own
 accounting of one small compiled update."""
 
@@ -9,7 +9,7 @@ import pytest
 from anakin import train as anakin_train
 from benchmarks.memory_check import compile_learner_update, measured_bytes
 from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
-from rlcore import memory
+from runtime import memory
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 from sebulba import train as sebulba_train

@@ -38,8 +38,8 @@ A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limi
 
 with ``QUEUE_DEPTH`` 3 rollouts per actor thread (one queued, one being filled, one held by
 the learner) and rollout bytes ``(T + 1) * envs_per_thread * o + T * envs_per_thread * r``
-(``r`` without the values the learner adds). ``rlcore.entry.prepare`` runs ``check_run``
-after ``rlcore.config.validate``: validation proper stays a function of the config and the
+(``r`` without the values the learner adds). ``runtime.entry.prepare`` runs ``check_run``
+after ``runtime.config.validate``: validation proper stays a function of the config and the
 device counts it is given, the memory check reads the real devices and host.
 """
 
@@ -54,12 +54,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlcore.algorithms.ppo import VALUE_CHUNK
-from rlcore.config import DeviceCounts, ModeChecks
+from runtime.config import DeviceCounts, ModeChecks
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import make_optimizer
-from rlcore.sweep import num_agents
+from runtime.sweep import num_agents
 from rlcore.types import EnvSpec
 
 GIB = 2**30
@@ -314,7 +314,7 @@ def check(config, spec: EnvSpec, mode: str, num_shards: int, num_processes: int 
 
 
 def check_run(config, mode: ModeChecks, counts: DeviceCounts) -> None:
-    """``check`` for a config that passed ``rlcore.config.validate`` under ``mode`` on the
-    runtime of ``counts`` (``rlcore.entry.prepare`` calls it)."""
+    """``check`` for a config that passed ``runtime.config.validate`` under ``mode`` on the
+    runtime of ``counts`` (``runtime.entry.prepare`` calls it)."""
     shards = mode.check_fields(config, counts)
     check(config, mode.env_spec(config.env_id), mode.name, shards, counts.processes)
