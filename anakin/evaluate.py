@@ -21,8 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from runtime import evaluation as ev
 from rlcore.seeding import per_env_keys
+from runtime import evaluation as ev
 
 CHUNK = 128  # env steps per jitted call
 

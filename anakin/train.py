@@ -19,6 +19,12 @@ from jax.sharding import PartitionSpec as P
 
 from anakin.rollout import EnvCarry, make_eval_fn, make_rollout_fn, reset_envs
 from envs import registry
+from rlcore.learner import init_learner_state, make_update_fn_for
+from rlcore.losses import LossMetrics
+from rlcore.networks import make_network
+from rlcore.optim import optimizer_for
+from rlcore.seeding import Roots
+from rlcore.types import EpisodeSummary, LearnerState
 from runtime import distributed, entry, sweep
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
@@ -30,14 +36,8 @@ from runtime.config import (
     positive_int,
     require,
 )
-from rlcore.learner import init_learner_state, make_update_fn_for
-from rlcore.losses import LossMetrics
 from runtime.metrics import eval_scalars
-from rlcore.networks import make_network
-from rlcore.optim import optimizer_for
 from runtime.rundir import RunDir
-from rlcore.seeding import Roots
-from rlcore.types import EpisodeSummary, LearnerState
 
 AXIS = distributed.DATA_AXIS
 

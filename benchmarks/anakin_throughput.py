@@ -49,8 +49,8 @@ from anakin.train import AnakinRun, prepare
 from benchmarks.common import format_table, time_calls, timed
 from envs import registry
 from rlcore.algorithms import make_algorithm
-from runtime.entry import apply_xla_cpu_flags
 from rlcore.learner import make_gradient_step, make_update_fn_for
+from runtime.entry import apply_xla_cpu_flags
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",

@@ -17,11 +17,11 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from runtime import memory
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec, Trajectory
+from runtime import memory
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
 ATARI_SPEC = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=18)

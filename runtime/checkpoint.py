@@ -24,6 +24,8 @@ import threading
 import jax
 import orbax.checkpoint as ocp
 
+from runtime import run_files
+
 REASON_CHARS = 200
 
 
@@ -104,7 +106,7 @@ class Checkpointer:
     """
 
     def __init__(self, workdir: str, max_to_keep: int = 3, *, cleanup_tmp: bool = False):
-        self.directory = os.path.join(os.path.abspath(workdir), "checkpoints")
+        self.directory = run_files.checkpoints_dir(workdir)
         self._manager = ocp.CheckpointManager(
             self.directory,
             options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,

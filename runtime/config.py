@@ -24,8 +24,8 @@ from rlcore.errors import ConfigError
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
 from rlcore.seeding import MAX_EVAL_ENVS
-from runtime.sweep import SWEEPABLE, swept, variants, with_values
 from rlcore.types import EnvSpec
+from runtime.sweep import SWEEPABLE, swept, variants, with_values
 
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
 # Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.

@@ -18,9 +18,9 @@ import traceback
 from absl import flags, logging
 from ml_collections import config_flags
 
-from runtime import distributed, memory
-from runtime.config import ModeChecks, validate, validate_distributed
 from rlcore.errors import ConfigError
+from runtime import distributed, memory, run_files
+from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
 
@@ -116,7 +116,7 @@ def check_workdir(workdir: str | None) -> None:
             pass
     except OSError as e:
         raise ConfigError(f"--workdir: {workdir} is not usable ({e.strerror}); {hint}") from None
-    checkpoints = os.path.join(workdir, "checkpoints")
+    checkpoints = os.path.join(workdir, run_files.CHECKPOINTS)
     if os.path.exists(checkpoints) and not os.path.isdir(checkpoints):
         raise ConfigError(f"--workdir: {checkpoints} is a file, not a directory; move it "
                           f"away or {hint}")

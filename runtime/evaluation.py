@@ -70,6 +70,7 @@ from rlcore.seeding import (
 )
 from rlcore.seeding import MAX_EVAL_ENVS as MAX_EPISODES
 from rlcore.seeding import evaluate_host_seed as host_eval_seed
+from runtime import run_files
 
 # The seeding rule of evaluation lives in rlcore.seeding with the others (names kept here).
 __all__ = ["EVAL_STREAM", "HOST_EVAL_SEED_BASE", "HOST_EVAL_SEED_SPAN", "HOST_EVALUATE_SEED_BASE",
@@ -166,7 +167,7 @@ class EvalArgs:
 
 
 def checkpoint_dir(workdir: str) -> str:
-    return os.path.join(os.path.abspath(workdir), "checkpoints")
+    return run_files.checkpoints_dir(workdir)
 
 
 def checkpoint_steps(workdir: str) -> list[int]:
@@ -201,7 +202,7 @@ def check_args(args: EvalArgs) -> None:
         raise EvalError("--workdir: required (the run directory)")
     if not os.path.isdir(workdir):
         raise EvalError(f"--workdir: no such run directory: {workdir}")
-    if not os.path.isfile(os.path.join(workdir, "config.json")):
+    if not os.path.isfile(run_files.config_path(workdir)):
         raise EvalError(f"--workdir: {workdir} has no config.json (not a run directory)")
     if not checkpoint_steps(workdir):
         raise EvalError(f"--workdir: no checkpoint in {checkpoint_dir(workdir)}")
@@ -250,7 +251,7 @@ def load_config(workdir: str,
     Raises:
       EvalError: ``config.json`` is not a JSON object (damaged or not a run's), in one line.
     """
-    path = os.path.join(workdir, "config.json")
+    path = run_files.config_path(workdir)
     try:
         with open(path) as f:
             saved = _tuples(json.load(f))

@@ -54,13 +54,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlcore.algorithms.ppo import VALUE_CHUNK
-from runtime.config import DeviceCounts, ModeChecks
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import make_optimizer
-from runtime.sweep import num_agents
 from rlcore.types import EnvSpec
+from runtime.config import DeviceCounts, ModeChecks
+from runtime.sweep import num_agents
 
 GIB = 2**30
 # A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the

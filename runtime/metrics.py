@@ -23,8 +23,9 @@ from typing import Mapping
 import numpy as np
 
 from rlcore.errors import ConfigError
-from runtime.sweep import SWEEPABLE
 from rlcore.types import EpisodeSummary
+from runtime import run_files
+from runtime.sweep import SWEEPABLE
 
 CLOCK_WORDS = ("time", "sps", "wall")
 
@@ -68,7 +69,7 @@ class MetricsLogger:
         self._tb = None
         if workdir and write:
             os.makedirs(workdir, exist_ok=True)
-            self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "a", buffering=1)
+            self._jsonl = open(run_files.metrics_path(workdir), "a", buffering=1)
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
@@ -247,5 +248,5 @@ def _hms(seconds: float) -> str:
 def write_config(workdir: str, config) -> None:
     """Writes ``config.json`` into the run directory."""
     os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
+    with open(run_files.config_path(workdir), "w") as f:
         f.write(config.to_json_best_effort(indent=2, sort_keys=True))

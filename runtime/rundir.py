@@ -29,11 +29,11 @@ from typing import Mapping
 
 import numpy as np
 
-from runtime import distributed
-from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from rlcore.errors import ConfigError
-from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from rlcore.types import EpisodeSummary
+from runtime import distributed, run_files
+from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
+from runtime.metrics import MetricsLogger, wandb_settings, write_config
 
 # Fields a resumed run may change: they alter neither the data nor the math.
 RESUMABLE_CHANGES = frozenset({
@@ -43,9 +43,6 @@ RESUMABLE_CHANGES = frozenset({
     "wandb_project", "wandb_mode", "heartbeat_timeout_s",
 })
 
-# What a run writes into its directory (``--fresh`` moves these aside, nothing else).
-RUN_ENTRIES = ("checkpoints", "log_state", "metrics.jsonl", "config.json", "timing.json",
-               "wandb", "events.out.tfevents.*")
 
 
 def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:
@@ -251,7 +248,7 @@ class RunDir:
         timing = dict(self._timing, start_update=self.logger.start_update,
                       end_update=self.history[-1]["update"],
                       train_s=time.perf_counter() - self.logger.start)
-        with open(os.path.join(self.workdir, "timing.json"), "w") as f:
+        with open(run_files.timing_path(self.workdir), "w") as f:
             json.dump(timing, f)
 
     @property
@@ -266,10 +263,10 @@ class RunDir:
             self.ckpt.close()
 
     def _log_state_dir(self) -> str:
-        return os.path.join(self.workdir, "log_state")
+        return run_files.log_state_path(self.workdir)
 
     def _log_state_path(self, update: int) -> str:
-        return os.path.join(self._log_state_dir(), f"{update}.json")
+        return run_files.log_state_path(self.workdir, update)
 
     def _load_log_state(self, update: int) -> None:
         path = self._log_state_path(update)
@@ -284,7 +281,7 @@ class RunDir:
     def _truncate_metrics(self, update: int) -> None:
         """Drops metrics.jsonl lines past ``update`` (logged after the restored checkpoint),
         and a last line torn by a killed process; rewrites the file atomically."""
-        path = os.path.join(self.workdir, "metrics.jsonl")
+        path = run_files.metrics_path(self.workdir)
         if not os.path.exists(path):
             return
         with open(path) as f:
@@ -293,7 +290,7 @@ class RunDir:
         _write_atomically(path, "".join(lines))
 
     def _check_same_config(self) -> None:
-        path = os.path.join(self.workdir, "config.json")
+        path = run_files.config_path(self.workdir)
         if not os.path.exists(path):
             return
         with open(path) as f:
@@ -326,10 +323,10 @@ def _write_atomically(path: str, text: str) -> None:
 
 
 def set_aside_previous_run(workdir: str) -> str | None:
-    """``--fresh``: moves what a run wrote in ``workdir`` (``RUN_ENTRIES``: checkpoints,
+    """``--fresh``: moves what a run wrote in ``workdir`` (``run_files.RUN_ENTRIES``: checkpoints,
     metrics, config, log windows, event files) into ``workdir/previous-<UTC time>/``;
     returns that folder, or None when there was nothing to move. Nothing is deleted."""
-    entries = sorted({p for pattern in RUN_ENTRIES
+    entries = sorted({p for pattern in run_files.RUN_ENTRIES
                       for p in glob.glob(os.path.join(glob.escape(workdir), pattern))})
     if not entries:
         return None

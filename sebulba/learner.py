@@ -10,10 +10,10 @@ from flax import struct
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from runtime import distributed
 from rlcore.learner import make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.types import EpisodeSummary, LearnerState, Trajectory
+from runtime import distributed
 from sebulba.actor import RolloutItem
 from sebulba.layout import Layout
 

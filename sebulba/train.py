@@ -21,6 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs import registry
+from rlcore.learner import init_learner_state
+from rlcore.networks import make_network
+from rlcore.optim import optimizer_for
+from rlcore.seeding import Roots, eval_host_seed, host_env_seed
+from rlcore.types import LearnerState
 from runtime import distributed, entry
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
@@ -36,14 +41,9 @@ from runtime.config import (
     require,
     shown,
 )
-from rlcore.learner import init_learner_state
 from runtime.metrics import eval_scalars
-from rlcore.networks import make_network
-from rlcore.optim import optimizer_for
 from runtime.rundir import RunDir
-from rlcore.seeding import Roots, eval_host_seed, host_env_seed
 from runtime.sweep import swept
-from rlcore.types import LearnerState
 from sebulba import learner as sl
 from sebulba import pipeline
 from sebulba.actor import Actor, ActorSpec, make_policy_fn

@@ -10,12 +10,12 @@ from anakin.rollout import make_eval_fn
 from anakin.train import prepare, train
 from configs import cartpole_ppo
 from envs import registry
-from runtime.distributed import data_mesh
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
+from runtime.distributed import data_mesh
 from tests.helpers import training_part
 
 EVAL_KEYS = ("eval/episode_return", "eval/episode_length")

@@ -14,10 +14,10 @@ from anakin.evaluate import play_episodes
 from anakin.train import train
 from configs import cartpole_ppo
 from envs import registry
-from runtime import evaluation as ev
-from runtime.distributed import data_mesh
 from rlcore.networks import make_network
 from rlcore.seeding import per_env_keys
+from runtime import evaluation as ev
+from runtime.distributed import data_mesh
 from tests.helpers import run_entry
 
 SOLVED = 475.0

@@ -12,8 +12,8 @@ import pytest
 
 from anakin.train import prepare, train
 from configs import cartpole_impala, cartpole_ppo
-from runtime.distributed import data_mesh
 from rlcore.errors import ConfigError
+from runtime.distributed import data_mesh
 from tests.helpers import (
     assert_rows_close,
     best_return,

@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import pytest
 
 from configs import base
-from runtime.entry import check_workdir, config_file_problem
 from rlcore.errors import ConfigError
-from runtime.rundir import RunDir
 from rlcore.types import EpisodeSummary
+from runtime.entry import check_workdir, config_file_problem
+from runtime.rundir import RunDir
 from tests.helpers import (
     checkpoint_steps,
     config_error_lines,

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from runtime import evaluation as ev
 from rlcore.seeding import MAX_EVAL_ENVS, Roots, eval_host_seed, host_env_seed, per_env_keys
+from runtime import evaluation as ev
 
 # ----------------------------------------------------------------------------- seeds
 

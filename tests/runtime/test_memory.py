@@ -9,9 +9,9 @@ import pytest
 from anakin import train as anakin_train
 from benchmarks.memory_check import compile_learner_update, measured_bytes
 from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
-from runtime import memory
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
+from runtime import memory
 from sebulba import train as sebulba_train
 
 CARTPOLE = EnvSpec(obs_shape=(4,), obs_dtype="float32", num_actions=2)

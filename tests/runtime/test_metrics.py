@@ -4,9 +4,9 @@ summary per variant, TensorBoard tags TensorBoard accepts."""
 import json
 import os
 
+from rlcore.types import EpisodeSummary
 from runtime.entry import print_summary
 from runtime.metrics import MetricsLogger, _tb_prefix
-from rlcore.types import EpisodeSummary
 
 # Two learning rates x two seeds; returns 10, 20 (lr 0.001) and 30, 50 (lr 0.0001).
 TAGS = [{"learning_rate": 1e-3, "seed": 0}, {"learning_rate": 1e-3, "seed": 1},

@@ -12,8 +12,8 @@ import pytest
 
 from configs import atari_ppo, cartpole_ppo_sebulba
 from envs import registry
-from runtime import evaluation as ev
 from rlcore.networks import make_network
+from runtime import evaluation as ev
 from sebulba.evaluate import make_policy, play_episodes
 from sebulba.train import prepare, train
 from tests.helpers import run_entry

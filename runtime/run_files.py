@@ -1,0 +1,49 @@
+"""The names of what a run writes into its directory, spelled here only.
+
+``--workdir`` holds ``config.json`` (the run's config), ``metrics.jsonl`` (one JSON object a
+log step), ``timing.json`` (stage times of the run), ``checkpoints/`` (orbax steps),
+``log_state/<update>.json`` (the open log window of each checkpoint), TensorBoard event files
+(``events.out.tfevents.*``) and ``wandb/`` (when W&B logs). This module imports nothing, so the
+entry points can check a workdir before any library loads.
+"""
+
+from __future__ import annotations
+
+import os
+
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
+TIMING = "timing.json"
+CHECKPOINTS = "checkpoints"
+LOG_STATE = "log_state"
+WANDB = "wandb"
+TENSORBOARD_GLOB = "events.out.tfevents.*"
+
+# Everything a run writes (``--fresh`` moves these aside, nothing else).
+RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOARD_GLOB)
+
+
+def config_path(workdir: str) -> str:
+    """``workdir/config.json``."""
+    return os.path.join(workdir, CONFIG)
+
+
+def metrics_path(workdir: str) -> str:
+    """``workdir/metrics.jsonl``."""
+    return os.path.join(workdir, METRICS)
+
+
+def timing_path(workdir: str) -> str:
+    """``workdir/timing.json``."""
+    return os.path.join(workdir, TIMING)
+
+
+def checkpoints_dir(workdir: str) -> str:
+    """The absolute ``workdir/checkpoints`` (orbax wants absolute paths)."""
+    return os.path.join(os.path.abspath(workdir), CHECKPOINTS)
+
+
+def log_state_path(workdir: str, update: int | None = None) -> str:
+    """``workdir/log_state`` or, with ``update``, ``workdir/log_state/<update>.json``."""
+    directory = os.path.join(workdir, LOG_STATE)
+    return directory if update is None else os.path.join(directory, f"{update}.json")
