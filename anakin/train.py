@@ -278,9 +278,18 @@ def check_fields(config, counts: DeviceCounts) -> int:
     return shards
 
 
-# What validation needs of Anakin: its fields, jittable env ids and their specs.
+def devices_used(config, num_shards: int, num_processes: int) -> int:
+    """Local devices of the data mesh (this process's shards)."""
+    del config
+    return max(num_shards // num_processes, 1)
+
+
+# What validation and the memory check need of Anakin: its fields, jittable env ids and
+# their specs, its agents per program; the rollout ran the learner's params (lag 0), so the
+# trajectory carries their values; no host buffers.
 MODE = ModeChecks(name="anakin", check_fields=check_fields,
-                  check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec)
+                  check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
+                  num_agents=sweep.num_agents, rollout_values=True, devices_used=devices_used)
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.

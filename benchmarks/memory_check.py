@@ -17,11 +17,13 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from anakin import train as anakin_train
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec, Trajectory
 from runtime import memory
+from sebulba import train as sebulba_train
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
 ATARI_SPEC = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=18)
@@ -101,13 +103,13 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
         t0 = time.perf_counter()
         measured = measured_bytes(compile_learner_update(c, ATARI_SPEC))
         out.append((f"atari_ppo learner (B={c.num_envs}, T={c.num_steps}, unroll={unroll})",
-                    memory.estimate(c, ATARI_SPEC, "sebulba", 1), measured,
+                    memory.estimate(c, ATARI_SPEC, sebulba_train.MODE, 1), measured,
                     time.perf_counter() - t0))
     c = minatar_config()
     t0 = time.perf_counter()
     compiled, spec = compile_anakin_call(c)
     out.append((f"minatar_breakout_ppo anakin call (B={c.num_envs}, T={c.num_steps})",
-                memory.estimate(c, spec, "anakin", 1), measured_bytes(compiled),
+                memory.estimate(c, spec, anakin_train.MODE, 1), measured_bytes(compiled),
                 time.perf_counter() - t0))
     return out
 

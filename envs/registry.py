@@ -167,24 +167,6 @@ def _close(env_id: str, ids: tuple[str, ...]) -> list[str]:
     return difflib.get_close_matches(env_id, list(ids), n=5, cutoff=0.6)
 
 
-def is_jax_env(env_id: str) -> bool:
-    """Whether Anakin runs ``env_id`` (a jittable env)."""
-    return _accepts(env_id, ANAKIN)
-
-
-def is_host_env(env_id: str) -> bool:
-    """Whether Sebulba runs ``env_id`` (EnvPool, or a jittable env through JaxHostEnv)."""
-    return _accepts(env_id, SEBULBA)
-
-
-def _accepts(env_id: str, mode: str) -> bool:
-    try:
-        resolve(env_id, mode)
-    except ConfigError:
-        return False
-    return True
-
-
 def check_jax_env_id(env_id: str) -> None:
     """Raises ConfigError (with close matches) unless Anakin runs ``env_id``."""
     resolve(env_id, ANAKIN)

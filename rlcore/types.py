@@ -11,7 +11,6 @@ from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import struct
 from jax.sharding import PartitionSpec as P
@@ -141,10 +140,6 @@ class EpisodeSummary:
     def as_list(self) -> list[float]:
         """``[return_sum, length_sum, count]`` (JSON)."""
         return [float(self.return_sum), float(self.length_sum), int(self.count)]
-
-    def as_array(self) -> np.ndarray:
-        """float32 ``[3]`` (return sum, length sum, count), for device transfer."""
-        return np.asarray(self.as_list(), np.float32)
 
 
 @struct.dataclass

@@ -71,21 +71,48 @@ class DeviceCounts:
 
 
 @dataclasses.dataclass(frozen=True)
-class ModeChecks:
-    """What an architecture hands validation.
+class HostMemory:
+    """Host buffers a mode keeps besides its devices' memory (for ``runtime.memory``).
 
     Attributes:
-      name: ``"anakin"`` or ``"sebulba"``.
+      bytes: ``(config, EnvSpec, num_processes) -> bytes`` of this process's buffers.
+      what: what needs them, for the refusal (``"the actors' rollouts"``).
+      detail: how they add up, for the refusal.
+      fields: the fields that lower them, for the refusal.
+    """
+
+    bytes: Callable[[ml_collections.ConfigDict, EnvSpec, int], int]
+    what: str
+    detail: str
+    fields: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeChecks:
+    """What an architecture hands validation and the memory check.
+
+    Attributes:
+      name: ``"anakin"`` or ``"sebulba"`` (for messages).
       check_fields: ``(config, DeviceCounts) -> learner shards over all processes``; checks
         the mode's own fields, raising ConfigError.
       check_env_id: raises ConfigError (with close matches) for an id the mode cannot run.
       env_spec: ``env_id -> EnvSpec`` without compiling anything.
+      num_agents: ``config -> agents`` trained in one program.
+      rollout_values: whether the learner's trajectory carries the rollout's values (policy
+        lag 0), so the algorithm need not recompute them.
+      devices_used: ``(config, num_shards, num_processes) -> local devices`` the run
+        computes on (CPU devices share the host's RAM).
+      host_memory: the mode's host buffers, or None.
     """
 
     name: str
     check_fields: Callable[[ml_collections.ConfigDict, DeviceCounts], int]
     check_env_id: Callable[[str], None]
     env_spec: Callable[[str], EnvSpec]
+    num_agents: Callable[[ml_collections.ConfigDict], int]
+    rollout_values: bool
+    devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
+    host_memory: HostMemory | None = None
 
 
 def require(cond, field: str, msg: str) -> None:
@@ -187,7 +214,7 @@ def _is_host_port(address) -> bool:
             and port.isdigit() and 1 <= int(port) <= 65535)
 
 
-def validate(config, mode: ModeChecks, counts: DeviceCounts) -> None:
+def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     """Checks every field of a config for ``mode`` (after ``validate_distributed`` and the
     runtime join); raises ``ConfigError``.
 
@@ -195,12 +222,16 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> None:
       config: the run config.
       mode: the architecture's checks.
       counts: device and process counts of the runtime.
+
+    Returns:
+      The learner shards over all processes (the mode's field check's count).
     """
     _validate_structure(config)
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_network(config, mode.env_spec(config.env_id))
     _validate_sweep(config, shards, mode.check_env_id)
+    return shards
 
 
 def _validate_structure(config) -> None:

@@ -170,8 +170,8 @@ def prepare(config, mode: ModeChecks) -> None:
     validate_distributed(config)
     distributed.initialize(config)
     counts = distributed.device_counts()
-    validate(config, mode, counts)
-    memory.check_run(config, mode, counts)
+    shards = validate(config, mode, counts)
+    memory.check_run(config, mode, counts, shards)
 
 
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:

@@ -1,45 +1,46 @@
-"""Memory checks before compiling: an estimate of a run's peak memory per device, and the
-host memory of Sebulba's rollout queues, against what the machine has.
+"""Memory checks before compiling: an estimate of a run's peak memory per device, and of
+the host buffers a mode keeps, against what the machine has.
 
 Nothing here compiles: shapes come from ``jax.eval_shape`` of ``init_learner_state`` (params
 and optimizer state) and of ``jax.vjp`` of ``network.apply`` (whose pullback holds exactly
-the residuals a backward pass keeps). Sizes per device, with
+the residuals a backward pass keeps). The terms that differ between architectures come from
+the mode's ``ModeChecks`` (its agents per program, whether its rollouts carry the learner's
+values, its host buffers), those that differ between algorithms from the algorithm class
+(``prepared_step_bytes``, ``value_pass``); nothing here names a mode or an algorithm. Sizes
+per device, with
 
-- ``A`` agents (Anakin: ``num_seeds`` x sweep variants; Sebulba: 1), ``T = num_steps``,
-  ``B = num_envs / learner shards`` (envs per device), ``M = num_minibatches``,
-  ``n = T * B / M`` samples per minibatch;
+- ``A`` agents (``ModeChecks.num_agents``: Anakin ``num_seeds`` x sweep variants, Sebulba 1),
+  ``T = num_steps``, ``B = num_envs / learner shards`` (envs per device),
+  ``M = num_minibatches``, ``n = T * B / M`` samples per minibatch;
 - ``o``: bytes of one observation; ``r``: bytes of other trajectory fields per step
-  (action, reward, terminated, truncated, logits, Anakin's behaviour value, and PPO's old
-  value, advantages and targets); ``s``: residual bytes per sample of the network's
-  backward pass; ``f``: the largest activation of one sample; ``P``: bytes of params;
-  ``O``: bytes of the optimizer state; ``K = VALUE_CHUNK``; ``L``: gradient steps whose
-  buffers are live at once (``live_steps``: on CPU the steps one iteration of the unrolled
-  gradient-step loop holds, ``num_epochs * num_minibatches`` when fully unrolled; 1 on
-  GPU/TPU, not measured there):
+  (action, reward, terminated, truncated, logits, the rollout's value where the mode's
+  rollouts carry it, and the algorithm's ``prepared_step_bytes``: PPO's old value,
+  advantages and targets); ``s``: residual bytes per sample of the network's backward pass;
+  ``f``: the largest activation of one sample; ``P``: bytes of params; ``O``: bytes of the
+  optimizer state; ``L``: gradient steps whose buffers are live at once (``live_steps``: on
+  CPU the steps one iteration of the unrolled gradient-step loop holds,
+  ``num_epochs * num_minibatches`` when fully unrolled; 1 on GPU/TPU, not measured there);
+  ``c, v``: the algorithm's ``value_pass`` (observations copied into one batch, samples of
+  its largest forward call):
 
 ::
 
     rollout obs     = A * (T + 1) * B * o                 (obs and bootstrap obs / env carry)
     trajectory      = A * T * B * r
     minibatch       = A * L * n * (o + BACKWARD_FACTOR * s)   (gradient steps live at once)
-    value pass      = Sebulba PPO: (T + 1) * B * o + FORWARD_FACTOR * min(K, (T + 1) * B) * f
-                      (the recomputed values: a copy of the obs and one chunk's forward);
-                      Anakin PPO: A * FORWARD_FACTOR * B * f (the bootstrap values);
-                      IMPALA: 0
+    value pass      = A * (c * o + FORWARD_FACTOR * v * f)
+                      (PPO with the rollout's values: c = 0, v = B, the bootstrap values;
+                      without: c = (T + 1) * B, v = min(VALUE_CHUNK, c); IMPALA: 0)
     params, optim   = A * (2 * P + O)                     (params, gradients, state)
     total           = rollout obs + trajectory + params, optim + max(minibatch, value pass)
 
 (the value pass ends before the first gradient step, so only the larger of the two is live).
 A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limit``
 (GPU/TPU), or on CPU the host's available RAM divided by the local devices the run uses
-(fake CPU devices share it). Sebulba's host memory, against the host's available RAM::
-
-    host = QUEUE_DEPTH * threads * rollout bytes per thread + the learner's assembled batch
-
-with ``QUEUE_DEPTH`` 3 rollouts per actor thread (one queued, one being filled, one held by
-the learner) and rollout bytes ``(T + 1) * envs_per_thread * o + T * envs_per_thread * r``
-(``r`` without the values the learner adds). ``runtime.entry.prepare`` runs ``check_run``
-after ``runtime.config.validate``: validation proper stays a function of the config and the
+(``ModeChecks.devices_used``; fake CPU devices share it). A mode's host buffers
+(``ModeChecks.host_memory``: Sebulba's rollout queues, see ``sebulba.train``) are checked
+against the host's available RAM. ``runtime.entry.prepare`` runs ``check_run`` after
+``runtime.config.validate``: validation proper stays a function of the config and the
 device counts it is given, the memory check reads the real devices and host.
 """
 
@@ -53,14 +54,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlcore.algorithms.ppo import VALUE_CHUNK
+from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
-from runtime.config import DeviceCounts, ModeChecks
-from runtime.sweep import num_agents
+from runtime.config import DeviceCounts, HostMemory, ModeChecks
 
 GIB = 2**30
 # A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the
@@ -73,8 +73,6 @@ HEADROOM = 0.8
 BACKWARD_FACTOR = 2.0
 # Forward-only pass: the input and output of the largest layer live at once.
 FORWARD_FACTOR = 2.0
-# Rollouts per Sebulba actor thread alive at once: queued, being filled, held by the learner.
-QUEUE_DEPTH = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,13 +81,13 @@ class MemoryEstimate:
 
     Attributes:
       rollout_obs: observation buffers of a rollout, bootstrap obs included, per device.
-      trajectory: the other trajectory fields (and PPO's per-step values), per device.
+      trajectory: the other trajectory fields (and what the algorithm's ``prepare`` adds per
+        step), per device.
       minibatch: one gradient step's minibatch and activations (forward and backward).
-      value_pass: PPO's value pass before the epochs (0 for IMPALA).
+      value_pass: the algorithm's value pass before the epochs (0 where it has none).
       params_optimizer: params, gradients and optimizer state of every agent.
       total: peak per device.
-      host: Sebulba's host bytes of the actors' rollouts and the learner's batch (0 for
-        Anakin).
+      host: the mode's host buffers (``ModeChecks.host_memory``; 0 where it has none).
     """
 
     rollout_obs: int
@@ -129,11 +127,12 @@ def obs_bytes(spec: EnvSpec) -> int:
     return int(np.prod(spec.obs_shape)) * jnp.dtype(spec.obs_dtype).itemsize
 
 
-def step_bytes(spec: EnvSpec, *, with_value: bool, ppo: bool) -> int:
+def step_bytes(spec: EnvSpec, *, with_value: bool, prepared: int = 0) -> int:
     """Bytes per env step of the trajectory's fields other than obs: action (int32), reward
     (float32), terminated and truncated (bool), logits (float32 x actions), the behaviour
-    value where shipped, and PPO's old value, advantages and targets (float32 each)."""
-    return 4 + 4 + 1 + 1 + 4 * spec.num_actions + 4 * with_value + 12 * ppo
+    value where shipped, and the ``prepared`` bytes the algorithm's ``prepare`` adds (PPO's
+    old value, advantages and targets)."""
+    return 4 + 4 + 1 + 1 + 4 * spec.num_actions + 4 * with_value + prepared
 
 
 @functools.lru_cache(maxsize=64)
@@ -172,65 +171,47 @@ def live_steps(config, platform: str) -> int:
     return steps if config.update_unroll == 0 else min(config.update_unroll, steps)
 
 
-def estimate(config, spec: EnvSpec, mode: str, num_shards: int, num_processes: int = 1,
+def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_processes: int = 1,
              platform: str | None = None) -> MemoryEstimate:
     """The memory a run of ``config`` needs (bytes; formulas in the module docstring).
 
     Args:
       config: a config that passed the other checks.
       spec: the env's EnvSpec.
-      mode: ``"anakin"`` or ``"sebulba"``.
+      mode: the architecture's checks (its agents, whether rollouts carry values, its host
+        memory).
       num_shards: learner devices over all processes (the env axis is split over them).
-      num_processes: processes of the run (Sebulba's host part is per process).
+      num_processes: processes of the run (the host part is per process).
       platform: the learner devices' platform (``cpu``, ``gpu``, ``tpu``); default the
         first local device's.
     """
     platform = jax.local_devices()[0].platform if platform is None else platform
-    sebulba = mode == "sebulba"
-    ppo = config.algorithm == "ppo"
-    agents = 1 if sebulba else num_agents(config)
+    algorithm = ALGORITHMS[config.algorithm]
+    agents = mode.num_agents(config)
     sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0)
     t, b = config.num_steps, config.num_envs // num_shards
     o = obs_bytes(spec)
-    r = step_bytes(spec, with_value=not sebulba, ppo=ppo)
+    r = step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
     samples = t * b // config.num_minibatches
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
     minibatch = (agents * live_steps(config, platform) * samples
                  * int(o + BACKWARD_FACTOR * sizes.residual_per_sample))
-    value_pass = _value_pass(sebulba, ppo, agents, t, b, o, sizes.largest_per_sample)
+    value = algorithm.value_pass(t, b, mode.rollout_values)
+    value_pass = agents * (value.copied_obs * o
+                           + int(FORWARD_FACTOR * value.forward_samples * sizes.largest_per_sample))
     params = agents * (2 * sizes.params + sizes.opt_state)
     total = rollout_obs + trajectory + params + max(minibatch, value_pass)
-    host = sebulba_host_bytes(config, spec, num_processes) if sebulba else 0
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
                           value_pass=value_pass, params_optimizer=params, total=total,
-                          host=host)
+                          host=mode.host_memory.bytes(config, spec, num_processes)
+                          if mode.host_memory is not None else 0)
 
 
-def _value_pass(sebulba: bool, ppo: bool, agents: int, t: int, b: int, o: int,
-                largest: int) -> int:
-    """PPO's value pass before the epochs (module docstring); 0 for IMPALA."""
-    if not ppo:
-        return 0
-    if sebulba:  # values recomputed over a copy of obs and bootstrap obs, in chunks
-        n = (t + 1) * b
-        return n * o + int(FORWARD_FACTOR * min(VALUE_CHUNK, n) * largest)
-    return agents * int(FORWARD_FACTOR * b * largest)  # Anakin: the bootstrap values only
-
-
-def sebulba_host_bytes(config, spec: EnvSpec, num_processes: int = 1) -> int:
-    """Host bytes of this process's Sebulba rollouts: ``QUEUE_DEPTH`` rollouts per actor
-    thread plus the learner's assembled batch (one rollout of every local env)."""
-    threads = len(config.actor_device_ids) * config.num_actor_threads
-    local_envs = config.num_envs // num_processes
-    per_thread = _rollout_bytes(config.num_steps, local_envs // threads, spec)
-    return QUEUE_DEPTH * threads * per_thread + _rollout_bytes(config.num_steps, local_envs,
-                                                               spec)
-
-
-def _rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
-    """One rollout of ``n`` envs: ``(t + 1) * n`` obs and ``t * n`` steps of other fields."""
-    return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False, ppo=False)
+def rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
+    """One rollout of ``n`` envs as actors ship it: ``(t + 1) * n`` obs and ``t * n`` steps of
+    the other fields (no values)."""
+    return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False)
 
 
 def host_available_bytes() -> int:
@@ -282,39 +263,33 @@ def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
-def host_message(est: MemoryEstimate, available: int) -> str:
-    """The one line that refuses a Sebulba run whose host rollouts do not fit."""
-    return (f"num_envs: the actors' rollouts need about {_gib(est.host)} GiB of host memory "
-            f"({QUEUE_DEPTH} per actor thread and the learner's batch) but the host has "
-            f"{_gib(available)} GiB available (a run may use {HEADROOM:.0%}); lower num_envs, "
-            "num_steps or num_actor_threads")
+def host_message(est: MemoryEstimate, available: int, host: HostMemory) -> str:
+    """The one line that refuses a run whose host buffers (``host``, the mode's) do not
+    fit."""
+    return (f"num_envs: {host.what} need about {_gib(est.host)} GiB of host memory "
+            f"({host.detail}) but the host has {_gib(available)} GiB available (a run may use "
+            f"{HEADROOM:.0%}); lower {host.fields}")
 
 
-def devices_used(config, mode: str, num_shards: int, num_processes: int) -> int:
-    """Local devices the run computes on (those that share the host's RAM on CPU)."""
-    if mode == "sebulba":
-        return len(set(config.actor_device_ids) | set(config.learner_device_ids))
-    return max(num_shards // num_processes, 1)
-
-
-def check(config, spec: EnvSpec, mode: str, num_shards: int, num_processes: int = 1) -> None:
+def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
+          num_processes: int = 1) -> None:
     """Refuses (``ConfigError`` naming ``num_envs``) a run whose estimate passes
-    ``HEADROOM`` of the device's capacity or, for Sebulba, of the host's available RAM."""
+    ``HEADROOM`` of the device's capacity or, where the mode keeps rollouts on the host, of
+    the host's available RAM."""
     platform = jax.local_devices()[0].platform
     est = estimate(config, spec, mode, num_shards, num_processes, platform)
-    capacity, device = device_capacity(devices_used(config, mode, num_shards, num_processes))
+    capacity, device = device_capacity(mode.devices_used(config, num_shards, num_processes))
     if est.total > HEADROOM * capacity:
-        agents = 1 if mode == "sebulba" else num_agents(config)
-        raise ConfigError(device_message(est, capacity, device, agents,
+        raise ConfigError(device_message(est, capacity, device, mode.num_agents(config),
                                          live_steps(config, platform)))
-    if mode == "sebulba":
+    if mode.host_memory is not None:
         available = host_available_bytes()
         if est.host > HEADROOM * available:
-            raise ConfigError(host_message(est, available))
+            raise ConfigError(host_message(est, available, mode.host_memory))
 
 
-def check_run(config, mode: ModeChecks, counts: DeviceCounts) -> None:
+def check_run(config, mode: ModeChecks, counts: DeviceCounts, num_shards: int) -> None:
     """``check`` for a config that passed ``runtime.config.validate`` under ``mode`` on the
-    runtime of ``counts`` (``runtime.entry.prepare`` calls it)."""
-    shards = mode.check_fields(config, counts)
-    check(config, mode.env_spec(config.env_id), mode.name, shards, counts.processes)
+    runtime of ``counts``, with the ``num_shards`` learner shards validation returned
+    (``runtime.entry.prepare`` calls it)."""
+    check(config, mode.env_spec(config.env_id), mode, num_shards, counts.processes)

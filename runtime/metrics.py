@@ -27,13 +27,6 @@ from rlcore.types import EpisodeSummary
 from runtime import run_files
 from runtime.sweep import SWEEPABLE
 
-CLOCK_WORDS = ("time", "sps", "wall")
-
-
-def is_clock_key(key: str) -> bool:
-    """Whether a metrics.jsonl key depends on the clock (and so differs run to run)."""
-    return any(word in key for word in CLOCK_WORDS)
-
 
 def _to_python(value):
     value = np.asarray(value)

@@ -26,10 +26,11 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, eval_host_seed, host_env_seed
 from rlcore.types import LearnerState
-from runtime import distributed, entry
+from runtime import distributed, entry, memory
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
     DeviceCounts,
+    HostMemory,
     ModeChecks,
     choice,
     derive,
@@ -87,10 +88,39 @@ def check_fields(config, counts: DeviceCounts) -> int:
     return counts.processes * len(config.learner_device_ids)
 
 
-# What validation needs of Sebulba: its fields, the ids it runs (EnvPool ones and jittable
-# ones through JaxHostEnv, see envs.registry) and their specs.
-MODE = ModeChecks(name="sebulba", check_fields=check_fields,
-                  check_env_id=registry.check_host_env_id, env_spec=registry.host_env_spec)
+# Rollouts per actor thread alive at once: queued, being filled, held by the learner.
+QUEUE_DEPTH = 3
+
+
+def host_bytes(config, spec, num_processes: int = 1) -> int:
+    """Host bytes of this process's rollouts: ``QUEUE_DEPTH`` rollouts per actor thread plus
+    the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
+    is ``runtime.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
+    fields (actors ship no values)."""
+    threads = len(config.actor_device_ids) * config.num_actor_threads
+    local_envs = config.num_envs // num_processes
+    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec)
+    return (QUEUE_DEPTH * threads * per_thread
+            + memory.rollout_bytes(config.num_steps, local_envs, spec))
+
+
+def devices_used(config, num_shards: int, num_processes: int) -> int:
+    """Local actor and learner devices (those that share the host's RAM on CPU)."""
+    del num_shards, num_processes
+    return len(set(config.actor_device_ids) | set(config.learner_device_ids))
+
+
+# What validation and the memory check need of Sebulba: its fields, the ids it runs
+# (EnvPool ones and jittable ones through JaxHostEnv, see envs.registry) and their specs;
+# one agent; the actors' params may be older than the learner's, so they ship no values;
+# the rollout queues live in host memory.
+MODE = ModeChecks(
+    name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
+    env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
+    devices_used=devices_used,
+    host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
+                           detail=f"{QUEUE_DEPTH} per actor thread and the learner's batch",
+                           fields="num_envs, num_steps or num_actor_threads"))
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.

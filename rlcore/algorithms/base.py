@@ -18,8 +18,31 @@ class ConfigHParams:
         return cls(**{f.name: config[f.name] for f in dataclasses.fields(cls)})
 
 
+@dataclasses.dataclass(frozen=True)
+class ValuePass:
+    """The forward pass an algorithm runs over a rollout before its epochs (for the memory
+    estimate).
+
+    Attributes:
+      copied_obs: observations copied into one batch for it (per device).
+      forward_samples: samples in the largest single forward call.
+    """
+
+    copied_obs: int
+    forward_samples: int
+
+
 class Algorithm(Protocol):
-    """What ``rlcore.learner.make_update_fn`` needs of an algorithm."""
+    """What ``rlcore.learner.make_update_fn`` needs of an algorithm (and what the memory
+    estimate reads of it: ``prepared_step_bytes`` and ``value_pass``)."""
+
+    # Bytes per env step that ``prepare`` adds to the trajectory's fields.
+    prepared_step_bytes: int
+
+    @classmethod
+    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
+        """The pass ``prepare`` runs over a rollout of ``num_steps x num_envs`` (per device);
+        ``rollout_values``: the trajectory carries the values of the learner's params."""
 
     @classmethod
     def from_config(cls, config) -> "Algorithm":

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlcore import losses
-from rlcore.algorithms.base import ConfigHParams
+from rlcore.algorithms.base import ConfigHParams, ValuePass
 from rlcore.types import Trajectory
 
 
@@ -30,6 +30,14 @@ class Impala(ConfigHParams):
     vtrace_lambda: float = 1.0
     clip_rho: float = 1.0
     clip_pg_rho: float = 1.0
+
+    prepared_step_bytes = 0  # the loss reads the Trajectory itself
+
+    @classmethod
+    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
+        """None: V-trace computes its values inside the loss, per minibatch."""
+        del num_steps, num_envs, rollout_values
+        return ValuePass(copied_obs=0, forward_samples=0)
 
     def prepare(self, params, apply_fn, trajectory: Trajectory) -> Trajectory:
         """The Trajectory as it is (minibatches are ``Trajectory.take_envs``)."""

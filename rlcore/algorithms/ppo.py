@@ -15,7 +15,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from rlcore import losses, returns
-from rlcore.algorithms.base import ConfigHParams
+from rlcore.algorithms.base import ConfigHParams, ValuePass
 from rlcore.types import Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
@@ -54,6 +54,19 @@ class PPO(ConfigHParams):
     norm_adv: bool = True
     vf_coef: float = 0.5
     ent_coef: float = 0.01
+
+    # old value, advantages and targets: float32 each
+    prepared_step_bytes = 12
+
+    @classmethod
+    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
+        """With the rollout's values only the bootstrap values (``num_envs`` samples); else
+        every value of the rollout, recomputed over a copy of obs and bootstrap obs in chunks
+        of ``VALUE_CHUNK``."""
+        if rollout_values:
+            return ValuePass(copied_obs=0, forward_samples=num_envs)
+        n = (num_steps + 1) * num_envs
+        return ValuePass(copied_obs=n, forward_samples=min(VALUE_CHUNK, n))
 
     def prepare(self, params, apply_fn, trajectory: Trajectory) -> losses.PPOBatch:
         """Values under ``params``, GAE advantages and targets of a whole rollout.

@@ -9,7 +9,7 @@ import pytest
 from anakin.train import train
 from configs import cartpole_ppo
 from runtime.distributed import data_mesh
-from runtime.metrics import is_clock_key
+from tests.helpers import is_clock_key
 
 
 def _config(**overrides):

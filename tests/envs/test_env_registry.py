@@ -13,6 +13,15 @@ from envs.jax_host import JaxHostEnv
 from rlcore.errors import ConfigError
 
 
+def accepts(mode: str, env_id: str) -> bool:
+    """Whether ``mode`` runs ``env_id`` (it resolves there)."""
+    try:
+        registry.resolve(env_id, mode)
+    except ConfigError:
+        return False
+    return True
+
+
 def test_unknown_id_lists_close_match():
     with pytest.raises(
         ConfigError,
@@ -48,17 +57,17 @@ def test_resolution_rule(env_id, anakin, sebulba):
     """A prefix names the library; a bare id goes to the mode's native one (Sebulba:
     EnvPool where it has the id, else jittable); Anakin refuses EnvPool."""
     assert registry.resolve(env_id, "sebulba") == sebulba
-    assert registry.is_host_env(env_id)
+    assert accepts(registry.SEBULBA, env_id)
     if anakin is None:
         with pytest.raises(ConfigError, match=r"not a jittable \(Anakin\) env: it is EnvPool's"):
             registry.resolve(env_id, "anakin")
         with pytest.raises(ConfigError, match="not a jittable"):
             registry.check_jax_env_id(env_id)
-        assert not registry.is_jax_env(env_id)
+        assert not accepts(registry.ANAKIN, env_id)
     else:
         assert registry.resolve(env_id, "anakin") == anakin
         registry.check_jax_env_id(env_id)
-        assert registry.is_jax_env(env_id)
+        assert accepts(registry.ANAKIN, env_id)
     registry.check_host_env_id(env_id)
 
 
@@ -106,15 +115,15 @@ def test_known_ids_resolve():
     assert registry.make_jax_env("Breakout-MinAtar").spec.obs_shape == (10, 10, 4)
     for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-MinAtar", "Catch-bsuite", "Catch-own",
                    "own:Catch", "gymnax:Acrobot-v1"):
-        assert registry.is_jax_env(env_id), env_id
+        assert accepts(registry.ANAKIN, env_id), env_id
     for env_id in ("CartPole-v1", "Acrobot-v1", "Breakout-v5", "Pong-v5", "Breakout-MinAtar",
                    "Catch-own", "own:Catch", "gymnax:CartPole-v1", "envpool:Acrobot-v1"):
-        assert registry.is_host_env(env_id), env_id
-    assert not registry.is_jax_env("Breakout-v5")
-    assert not registry.is_jax_env("envpool:CartPole-v1")
-    assert not registry.is_host_env("HalfCheetah-v5")  # a MuJoCo -v5 id is not Atari
-    assert not registry.is_jax_env("Pendulum-v1")
-    assert not registry.is_host_env("gymnax:Pendulum-v1")
+        assert accepts(registry.SEBULBA, env_id), env_id
+    assert not accepts(registry.ANAKIN, "Breakout-v5")
+    assert not accepts(registry.ANAKIN, "envpool:CartPole-v1")
+    assert not accepts(registry.SEBULBA, "HalfCheetah-v5")  # a MuJoCo -v5 id is not Atari
+    assert not accepts(registry.ANAKIN, "Pendulum-v1")
+    assert not accepts(registry.SEBULBA, "gymnax:Pendulum-v1")
 
 
 def test_make_host_env_delegates_to_envpool():

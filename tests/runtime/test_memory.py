@@ -26,7 +26,7 @@ def test_cartpole_parts_by_hand():
     sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True)
     assert sizes.params == MLP_PARAMS * 4
     assert 2 * MLP_PARAMS * 4 <= sizes.opt_state <= 2 * MLP_PARAMS * 4 + 16  # mu, nu, counts
-    est = memory.estimate(c, CARTPOLE, "anakin", num_shards=2)
+    est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
     t, b = 16, 4  # 8 envs over 2 shards
     assert est.rollout_obs == (t + 1) * b * 4 * 4
     # action, reward, terminated, truncated, 2 logits, behaviour value, PPO's 3 values
@@ -42,10 +42,10 @@ def test_cartpole_parts_by_hand():
 
 def test_agents_multiply_the_anakin_estimate():
     c = cartpole_ppo.get_config()
-    one = memory.estimate(c, CARTPOLE, "anakin", 1)
+    one = memory.estimate(c, CARTPOLE, anakin_train.MODE, 1)
     c.num_seeds = 3
     c.sweep.learning_rate = (1e-3, 3e-4)
-    six = memory.estimate(c, CARTPOLE, "anakin", 1)
+    six = memory.estimate(c, CARTPOLE, anakin_train.MODE, 1)
     assert six.total == 6 * one.total
 
 
@@ -72,8 +72,8 @@ def test_live_steps_of_unrolled_loops():
     assert memory.live_steps(c, "cpu") == 16
     c = cartpole_ppo_sebulba.get_config()
     c.num_epochs, c.num_minibatches, c.update_unroll = 4, 4, 0
-    one = memory.estimate(c, CARTPOLE, "sebulba", 1, platform="gpu").minibatch
-    assert memory.estimate(c, CARTPOLE, "sebulba", 1, platform="cpu").minibatch == 16 * one
+    one = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="gpu").minibatch
+    assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="cpu").minibatch == 16 * one
 
 
 def test_oversized_anakin_agents_name_num_seeds():
@@ -95,15 +95,15 @@ def test_sebulba_host_bytes_and_check(monkeypatch):
     c.num_envs, c.num_steps, c.num_actor_threads = 8, 10, 2
     per_thread = (10 + 1) * 4 * 16 + 10 * 4 * (4 + 4 + 1 + 1 + 8)  # 4 envs per thread
     whole = (10 + 1) * 8 * 16 + 10 * 8 * (4 + 4 + 1 + 1 + 8)
-    assert memory.sebulba_host_bytes(c, CARTPOLE) == 3 * 2 * per_thread + whole
-    est = memory.estimate(c, CARTPOLE, "sebulba", 1)
+    assert sebulba_train.host_bytes(c, CARTPOLE) == 3 * 2 * per_thread + whole
+    est = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1)
     assert est.host == 3 * 2 * per_thread + whole
     monkeypatch.setattr(memory, "device_capacity", lambda n: (2**40, "cpu:0"))
-    memory.check(c, CARTPOLE, "sebulba", 1)
+    memory.check(c, CARTPOLE, sebulba_train.MODE, 1)
     monkeypatch.setattr(memory, "host_available_bytes", lambda: est.host)  # 80% rule
     with pytest.raises(ConfigError, match=r"^num_envs: the actors' rollouts need about .* "
                        r"lower num_envs, num_steps or num_actor_threads$"):
-        memory.check(c, CARTPOLE, "sebulba", 1)
+        memory.check(c, CARTPOLE, sebulba_train.MODE, 1)
 
 
 def test_capacity_on_cpu_is_shared_host_ram():
@@ -116,5 +116,5 @@ def test_estimate_close_to_compiled_memory_analysis():
     c = minatar_breakout_ppo.get_config()
     c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 2, 1
     measured = measured_bytes(compile_learner_update(c, MINATAR))
-    est = memory.estimate(c, MINATAR, "sebulba", 1).total
+    est = memory.estimate(c, MINATAR, sebulba_train.MODE, 1).total
     assert measured / 2 <= est <= 2 * measured, (est, measured)

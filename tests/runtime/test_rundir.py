@@ -16,8 +16,8 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.metrics import is_clock_key
 from runtime.rundir import RunDir
+from tests.helpers import is_clock_key
 
 STEPS_PER_UPDATE = 512  # base config: 4 envs x 128 steps
 NO_EPISODES = EpisodeSummary(0.0, 0.0, 0)
