@@ -1,8 +1,8 @@
 """What the code knows about each config field, in one table; and the learner's record.
 
-``configs/base.py`` holds every field's default; ``FIELDS`` below has one row per field of
-it (tests/runtime/test_fields.py checks both ways, and that each row's kind is the type of
-base's default). A row says:
+``configs/base.py`` holds every field's default; ``FIELDS`` (parsed from the text table
+``_TABLE``) has one row per field of it (tests/runtime/test_fields.py checks both ways, and
+that each row's kind is the type of base's default). A row says:
 
 - ``kind``: ``bool``, ``int``, ``number`` (int or float), ``str``, ``tuple`` or ``config``
   (a sub-config; its fields are rows named ``<sub>.<field>``; the ``sweep`` sub-config
@@ -23,12 +23,14 @@ base.py's order but for ``max_grad_norm``, which comes second among the sweepabl
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Any, Mapping
 
 from rlcore.hparams import HParams
 
-BOOL, INT, NUMBER, STR, TUPLE, CONFIG = "bool", "int", "number", "str", "tuple", "config"
+BOOL, INT, NUMBER, STR, TUPLE, CONFIG = KINDS = (
+    "bool", "int", "number", "str", "tuple", "config")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,66 +39,83 @@ class Field:
 
     name: str
     kind: str
-    sweepable: bool = False
-    resumable: bool = False
-    one_device: Any = None
+    sweepable: bool
+    resumable: bool
+    one_device: Any
 
 
-FIELDS = (
-    Field("seed", INT),
-    Field("env_id", STR),
-    Field("algorithm", STR),
-    Field("network", STR),
-    Field("total_env_steps", INT),
-    Field("num_envs", INT),
-    Field("num_steps", INT),
-    Field("learning_rate", NUMBER, sweepable=True),
-    Field("max_grad_norm", NUMBER, sweepable=True),
-    Field("anneal_lr", BOOL),
-    Field("optimizer", STR),
-    Field("adam_eps", NUMBER, sweepable=True),
-    Field("rmsprop_decay", NUMBER, sweepable=True),
-    Field("rmsprop_eps", NUMBER, sweepable=True),
-    Field("num_epochs", INT),
-    Field("num_minibatches", INT),
-    Field("update_unroll", INT),
-    Field("gamma", NUMBER, sweepable=True),
-    Field("gae_lambda", NUMBER, sweepable=True),
-    Field("clip_eps", NUMBER, sweepable=True),
-    Field("clip_vloss", BOOL),
-    Field("norm_adv", BOOL),
-    Field("vf_coef", NUMBER, sweepable=True),
-    Field("ent_coef", NUMBER, sweepable=True),
-    Field("vtrace_lambda", NUMBER, sweepable=True),
-    Field("clip_rho", NUMBER, sweepable=True),
-    Field("clip_pg_rho", NUMBER, sweepable=True),
-    Field("log_every", INT, resumable=True),
-    Field("checkpoint_every", INT, resumable=True),
-    Field("eval_every", INT, resumable=True),
-    Field("eval_episodes", INT, resumable=True),
-    Field("eval_max_steps", INT, resumable=True),
-    Field("wandb_project", STR, resumable=True),
-    Field("wandb_mode", STR, resumable=True),
-    Field("updates_per_call", INT, resumable=True),
-    Field("num_devices", INT, resumable=True, one_device=1),
-    Field("num_seeds", INT),
-    Field("xla_cpu_multi_thread_eigen", BOOL),
-    Field("actor_device_ids", TUPLE, resumable=True, one_device=(0,)),
-    Field("learner_device_ids", TUPLE, resumable=True, one_device=(0,)),
-    Field("num_actor_threads", INT, resumable=True, one_device=1),
-    Field("env_threads", INT, resumable=True),
-    Field("pipeline", STR),
-    Field("queue_timeout_s", NUMBER, resumable=True),
-    Field("coordinator_address", STR, resumable=True, one_device=""),
-    Field("num_processes", INT, one_device=1),
-    Field("process_id", INT, resumable=True, one_device=0),
-    Field("heartbeat_timeout_s", INT, resumable=True),
-    Field("debug", CONFIG, resumable=True),
-    Field("debug.actor_jitter_ms", INT, resumable=True),
-    Field("debug.fail_actor_at_update", INT, resumable=True),
-    Field("debug.nan_at_update", INT, resumable=True),
-    Field("sweep", CONFIG),
-)
+# One row per field: name, kind, sweepable, resumable, the one-device value (a Python
+# literal; "-": not a layout field).
+_TABLE = """
+field                       kind    sweepable  resumable  one_device
+seed                        int     -          -          -
+env_id                      str     -          -          -
+algorithm                   str     -          -          -
+network                     str     -          -          -
+total_env_steps             int     -          -          -
+num_envs                    int     -          -          -
+num_steps                   int     -          -          -
+learning_rate               number  yes        -          -
+max_grad_norm               number  yes        -          -
+anneal_lr                   bool    -          -          -
+optimizer                   str     -          -          -
+adam_eps                    number  yes        -          -
+rmsprop_decay               number  yes        -          -
+rmsprop_eps                 number  yes        -          -
+num_epochs                  int     -          -          -
+num_minibatches             int     -          -          -
+update_unroll               int     -          -          -
+gamma                       number  yes        -          -
+gae_lambda                  number  yes        -          -
+clip_eps                    number  yes        -          -
+clip_vloss                  bool    -          -          -
+norm_adv                    bool    -          -          -
+vf_coef                     number  yes        -          -
+ent_coef                    number  yes        -          -
+vtrace_lambda               number  yes        -          -
+clip_rho                    number  yes        -          -
+clip_pg_rho                 number  yes        -          -
+log_every                   int     -          yes        -
+checkpoint_every            int     -          yes        -
+eval_every                  int     -          yes        -
+eval_episodes               int     -          yes        -
+eval_max_steps              int     -          yes        -
+wandb_project               str     -          yes        -
+wandb_mode                  str     -          yes        -
+updates_per_call            int     -          yes        -
+num_devices                 int     -          yes        1
+num_seeds                   int     -          -          -
+xla_cpu_multi_thread_eigen  bool    -          -          -
+actor_device_ids            tuple   -          yes        (0,)
+learner_device_ids          tuple   -          yes        (0,)
+num_actor_threads           int     -          yes        1
+env_threads                 int     -          yes        -
+pipeline                    str     -          -          -
+queue_timeout_s             number  -          yes        -
+coordinator_address         str     -          yes        ''
+num_processes               int     -          -          1
+process_id                  int     -          yes        0
+heartbeat_timeout_s         int     -          yes        -
+debug                       config  -          yes        -
+debug.actor_jitter_ms       int     -          yes        -
+debug.fail_actor_at_update  int     -          yes        -
+debug.nan_at_update         int     -          yes        -
+sweep                       config  -          -          -
+"""
+
+
+def _parse(table: str) -> tuple[Field, ...]:
+    """The rows of ``table`` (after its header line)."""
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        name, kind, sweepable, resumable, one_device = line.split(maxsplit=4)
+        assert kind in KINDS and {sweepable, resumable} <= {"yes", "-"}, line
+        rows.append(Field(name, kind, sweepable == "yes", resumable == "yes",
+                          None if one_device == "-" else ast.literal_eval(one_device)))
+    return tuple(rows)
+
+
+FIELDS = _parse(_TABLE)
 ROWS = {f.name: f for f in FIELDS}
 
 # Views of the table, in its order.
