@@ -86,7 +86,7 @@ class AnakinRun:
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
-        # of [A] arrays (None for a single agent: it runs its values as plain numbers).
+        # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
         self.hparams = hparams_of(config, sweep.variants(config)[0])
         self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
