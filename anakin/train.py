@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 from anakin.rollout import EnvCarry, make_eval_fn, make_rollout_fn, reset_envs
 from envs import registry
+from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import make_network
@@ -36,6 +37,7 @@ from runtime.config import (
     positive_int,
     require,
 )
+from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir
 
@@ -83,17 +85,19 @@ class AnakinRun:
         self.network = make_network(config.network, self.env.spec)
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
-        # Agents' swept values {field: [A]}; a single agent runs its values as plain numbers.
-        self.values = sweep.agent_values(config) if self.num_agents > 1 else {}
-        first = sweep.AgentConfig(config, sweep.variants(config)[0])
+        # The first variant's hparams, Python numbers; the agents' swept values as a record
+        # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
+        self.hparams = hparams_of(config, sweep.variants(config)[0])
+        self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.optimizer = optimizer_for(first, self.derived.optimizer_steps)
+        self.optimizer = optimizer_for(self.hparams, self.derived.optimizer_steps)
         seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update)
-        self.update = make_update_fn_for(first, self.network.apply, self.optimizer, AXIS)
+        self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
+                                         AXIS)
         self.evaluate = make_eval_fn(self.env, self.network.apply, config.eval_max_steps, AXIS)
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
@@ -108,13 +112,14 @@ class AnakinRun:
         agent without a sweep)."""
         return None if self.num_agents == 1 and not sweep.swept(self.config) else self.tags
 
-    def agent_update_fn(self, values):
-        """The update of an agent with swept ``values`` (traced scalars; {} without a sweep)."""
-        if not values:
+    def agent_update_fn(self, swept: HParams | None):
+        """The update of an agent with ``swept`` values (an HParams of traced scalars where
+        swept, None elsewhere; None without a sweep)."""
+        if swept is None:
             return self.update
-        config = sweep.AgentConfig(self.config, values)
-        return make_update_fn_for(config, self.network.apply,
-                                  optimizer_for(config, self.derived.optimizer_steps), AXIS)
+        hp = self.hparams.override(swept)
+        return make_update_fn_for(hp, self.network.apply,
+                                  optimizer_for(hp, self.derived.optimizer_steps), AXIS)
 
     def _env_ids(self, n=None):
         """Global indices of this device's ``n`` envs ``[n]`` (default: its training envs)
@@ -159,22 +164,22 @@ class AnakinRun:
         return AnakinState(learner=init_learner(self.roots.init),
                            envs=init_envs(self.roots))
 
-    def _device_call(self, state: AnakinState, num_active, roots: Roots, values):
+    def _device_call(self, state: AnakinState, num_active, roots: Roots, swept):
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
         (so a run whose length is not a multiple of the call size compiles once)."""
         env_ids = self._env_ids()
 
-        def agent_update(state: AnakinState, roots: Roots, values):
+        def agent_update(state: AnakinState, roots: Roots, swept):
             u = state.learner.update
             envs, traj, episodes = self.rollout(state.learner.params, state.envs,
                                                 (roots.action, roots.env), env_ids, u)
-            learner, loss = self.agent_update_fn(values)(
+            learner, loss = self.agent_update_fn(swept)(
                 state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
             return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes, None)
 
         def one_update(state: AnakinState):
-            state, out = self.per_agent(agent_update)(state, roots, values)
+            state, out = self.per_agent(agent_update)(state, roots, swept)
             return state, out.replace(evals=self._evaluations(state.learner, roots))
 
         out_shape = jax.eval_shape(one_update, state)[1]
@@ -198,7 +203,7 @@ class AnakinRun:
                                in_specs=(self.state_spec, P(), P(), P()),
                                out_specs=(self.state_spec, P()))
             self._call = jax.jit(fn, donate_argnums=0)
-        return self._call(state, jnp.int32(num_active), self.roots, self.values)
+        return self._call(state, jnp.int32(num_active), self.roots, self.swept)
 
 
 def mesh_for(config):

@@ -199,7 +199,7 @@ def rollout_timing(run: AnakinRun, k: int, repeats: int):
 def update_timing(run: AnakinRun, traj, k: int, repeats: int) -> float:
     """Seconds per update (same optimizer, epochs, minibatches; single device, so no
     ``pmean``) on the fixed trajectory ``traj``, ``k`` updates per call."""
-    update = make_update_fn_for(run.config, run.network.apply, run.optimizer)
+    update = make_update_fn_for(run.hparams, run.network.apply, run.optimizer)
 
     def step(learner, u, traj):
         return update(learner, traj, jax.random.fold_in(run.roots.update, u))[0]
@@ -270,9 +270,10 @@ def op_profile(args, num_envs: int) -> list[dict]:
     one_step = make_rollout_fn(run.env, run.network.apply, 1)
     rollout = make_rollout_fn(run.env, run.network.apply, config.num_steps)
     traj = jax.jit(rollout)(state.learner.params, state.envs, roots, env_ids, 0)[1]
-    data = make_algorithm(config).prepare(state.learner.params, run.network.apply, traj)
+    data = make_algorithm(run.hparams).prepare(state.learner.params, run.network.apply, traj)
     batch = data.take_envs(jnp.arange(num_envs // config.num_minibatches))
-    grad_step = make_gradient_step(make_algorithm(config), run.network.apply, run.optimizer)
+    grad_step = make_gradient_step(make_algorithm(run.hparams), run.network.apply,
+                                   run.optimizer)
     parts = [
         ("rollout step", lambda p, e: one_step(p, e, roots, env_ids, 0)[0],
          (state.learner.params, state.envs)),

@@ -23,6 +23,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec, Trajectory
 from runtime import memory
+from runtime.fields import hparams_of
 from sebulba import train as sebulba_train
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
@@ -52,8 +53,9 @@ def trajectory_shapes(spec: EnvSpec, t: int, b: int, with_value: bool) -> Trajec
 def compile_learner_update(config, spec: EnvSpec):
     """The one-device learner update (Sebulba's: no behaviour values), compiled."""
     net = make_network(config.network, spec)
-    opt = optimizer_for(config, 1000)
-    update = make_update_fn_for(config, net.apply, opt)
+    hp = hparams_of(config)
+    opt = optimizer_for(hp, 1000)
+    update = make_update_fn_for(hp, net.apply, opt)
     state = jax.eval_shape(lambda k: init_learner_state(net, opt, k, spec), jax.random.key(0))
     traj = trajectory_shapes(spec, config.num_steps, config.num_envs, with_value=False)
     return jax.jit(update, donate_argnums=0).lower(state, traj, jax.random.key(1)).compile()
@@ -70,7 +72,7 @@ def compile_anakin_call(config):
     fn = jax.jit(jax.shard_map(run._device_call, mesh=run.mesh,
                                in_specs=(run.state_spec, P(), P(), P()),
                                out_specs=(run.state_spec, P())), donate_argnums=0)
-    return fn.lower(state, jnp.int32(1), run.roots, run.values).compile(), run.env.spec
+    return fn.lower(state, jnp.int32(1), run.roots, run.swept).compile(), run.env.spec
 
 
 def atari_config(num_envs: int = 8, num_steps: int = 32):

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from rlcore.algorithms import Algorithm, make_algorithm
+from rlcore.hparams import HParams
 from rlcore.types import LearnerState, Trajectory
 
 
@@ -139,10 +140,10 @@ def make_update_fn(
     return update
 
 
-def make_update_fn_for(config, apply_fn: Callable, optimizer: optax.GradientTransformation,
-                       axis_name: str | None = None):
-    """``make_update_fn`` with the algorithm, epochs, minibatches and unroll of ``config``."""
+def make_update_fn_for(hp: HParams, apply_fn: Callable,
+                       optimizer: optax.GradientTransformation, axis_name: str | None = None):
+    """``make_update_fn`` with the algorithm, epochs, minibatches and unroll of ``hp``."""
     return make_update_fn(
-        make_algorithm(config), apply_fn, optimizer, num_epochs=config.num_epochs,
-        num_minibatches=config.num_minibatches, axis_name=axis_name,
-        unroll=scan_unroll(config.update_unroll))
+        make_algorithm(hp), apply_fn, optimizer, num_epochs=hp.num_epochs,
+        num_minibatches=hp.num_minibatches, axis_name=axis_name,
+        unroll=scan_unroll(hp.update_unroll))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import optax
 
+from rlcore.hparams import HParams
+
 
 def linear_schedule(learning_rate: float, total_steps: int, anneal: bool):
     """Learning rate decaying linearly to 0 over ``total_steps`` optimizer steps, or constant."""
@@ -12,7 +14,7 @@ def linear_schedule(learning_rate: float, total_steps: int, anneal: bool):
     return optax.linear_schedule(learning_rate, 0.0, max(int(total_steps), 1))
 
 
-def torch_rmsprop(learning_rate, decay=0.99, eps=0.01):
+def torch_rmsprop(learning_rate, decay, eps):
     """RMSProp as PyTorch defines it: ``g / (sqrt(v) + eps)``, ``v`` starting at 0.
 
     (eps outside the square root; Cleanba's IMPALA uses eps 0.01, decay 0.99.)
@@ -39,10 +41,10 @@ def make_optimizer(
     *,
     max_grad_norm: float,
     total_steps: int,
-    anneal_lr: bool = True,
-    adam_eps: float = 1e-5,
-    rmsprop_decay: float = 0.99,
-    rmsprop_eps: float = 0.01,
+    anneal_lr: bool,
+    adam_eps: float,
+    rmsprop_decay: float,
+    rmsprop_eps: float,
 ) -> optax.GradientTransformation:
     """Gradient clipping by global norm, then Adam or torch-style RMSProp.
 
@@ -68,10 +70,10 @@ def make_optimizer(
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
-def optimizer_for(config, total_steps: int) -> optax.GradientTransformation:
-    """The optimizer of a config over ``total_steps`` gradient steps (for annealing)."""
+def optimizer_for(hp: HParams, total_steps: int) -> optax.GradientTransformation:
+    """The optimizer of ``hp`` over ``total_steps`` gradient steps (for annealing)."""
     return make_optimizer(
-        config.optimizer, config.learning_rate, max_grad_norm=config.max_grad_norm,
-        total_steps=total_steps, anneal_lr=config.anneal_lr, adam_eps=config.adam_eps,
-        rmsprop_decay=config.rmsprop_decay, rmsprop_eps=config.rmsprop_eps,
+        hp.optimizer, hp.learning_rate, max_grad_norm=hp.max_grad_norm,
+        total_steps=total_steps, anneal_lr=hp.anneal_lr, adam_eps=hp.adam_eps,
+        rmsprop_decay=hp.rmsprop_decay, rmsprop_eps=hp.rmsprop_eps,
     )

@@ -6,7 +6,8 @@ fields both modes share are checked here; ``mode`` (a ``ModeChecks`` that each a
 hands in) checks its own fields and env ids and gives the env's spec, so rlcore imports
 nothing of envs/, anakin/ or sebulba/. The choice lists come from the registries that own
 them (``rlcore.algorithms.REGISTRY``, ``rlcore.networks.NETWORKS``,
-``rlcore.optim.OPTIMIZERS``). ``derive(config, num_shards)`` is the one place derived
+``rlcore.optim.OPTIMIZERS``), the bool, debug and sweepable fields from the field table
+(``runtime.fields``). ``derive(config, num_shards)`` is the one place derived
 sizes come from; nothing is written back into the config.
 """
 
@@ -25,7 +26,8 @@ from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
 from rlcore.seeding import MAX_EVAL_ENVS
 from rlcore.types import EnvSpec
-from runtime.sweep import SWEEPABLE, swept, variants, with_values
+from runtime.fields import BOOL_FIELDS, DEBUG_FIELDS, SWEEPABLE
+from runtime.sweep import swept, variants, with_values
 
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
 # Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.
@@ -34,8 +36,6 @@ MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
-BOOL_FIELDS = ("anneal_lr", "clip_vloss", "norm_adv", "xla_cpu_multi_thread_eigen")
-DEBUG_FIELDS = ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -266,11 +266,11 @@ def load_config(workdir: str,
 
 def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """A copy of ``config`` for a plain restore in one process on local device 0."""
+    from runtime.fields import ONE_DEVICE  # the device-layout fields and their values
+
     config = ml_collections.ConfigDict(config.to_dict())
-    config.num_processes, config.process_id, config.coordinator_address = 1, 0, ""
-    config.num_devices = 1
-    config.actor_device_ids = config.learner_device_ids = (0,)
-    config.num_actor_threads = 1
+    for field, value in ONE_DEVICE.items():
+        config[field] = value
     return config
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime import run_files
-from runtime.sweep import SWEEPABLE
+from runtime.fields import SWEEPABLE
 
 
 def _to_python(value):

@@ -33,16 +33,8 @@ from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime import distributed, run_files
 from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
+from runtime.fields import RESUMABLE_CHANGES  # fields a resumed run may change
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
-
-# Fields a resumed run may change: they alter neither the data nor the math.
-RESUMABLE_CHANGES = frozenset({
-    "log_every", "checkpoint_every", "queue_timeout_s", "debug", "coordinator_address",
-    "process_id", "env_threads", "updates_per_call", "num_devices", "actor_device_ids",
-    "learner_device_ids", "num_actor_threads", "eval_every", "eval_episodes", "eval_max_steps",
-    "wandb_project", "wandb_mode", "heartbeat_timeout_s",
-})
-
 
 
 def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:

@@ -7,10 +7,12 @@ order; with ``num_seeds`` each variant trains ``num_seeds`` agents, seeds ``seed
 comparisons). Agent ``v * num_seeds + s`` is variant ``v`` with seed ``seed + s``.
 
 Only fields that enter the compiled program as numbers can vary between agents of one
-program (``SWEEPABLE``); a field that sets an array shape or the run's length (``num_envs``,
-``num_steps``, ``num_minibatches``, ...) cannot and is refused by validation. Inside the
-program an agent reads its values through ``AgentConfig``, a view of the config whose swept
-fields are that agent's (traced) values.
+program (``SWEEPABLE``, the sweepable rows of ``runtime.fields``); a field that sets an
+array shape or the run's length (``num_envs``, ``num_steps``, ``num_minibatches``, ...)
+cannot and is refused by validation. The program takes the agents' swept values as one
+``rlcore.hparams.HParams`` of ``[A]`` arrays (``agent_hparams``), which the agent axis
+vmaps; inside, an agent's record is the run's record with its traced values over it
+(``HParams.override``), the other scalars staying Python numbers.
 """
 
 from __future__ import annotations
@@ -21,10 +23,8 @@ from typing import Any, Mapping
 import jax.numpy as jnp
 import ml_collections
 
-# Loss and optimizer scalars: used only in arithmetic, so they may be traced values.
-SWEEPABLE = ("learning_rate", "max_grad_norm", "adam_eps", "rmsprop_decay", "rmsprop_eps",
-             "gamma", "gae_lambda", "clip_eps", "vf_coef", "ent_coef", "vtrace_lambda",
-             "clip_rho", "clip_pg_rho")
+from rlcore.hparams import SCALARS, HParams
+from runtime.fields import hparams_of
 
 
 def sweep_fields(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -59,11 +59,17 @@ def num_agents(config) -> int:
     return len(variants(config)) * config.num_seeds
 
 
-def agent_values(config) -> dict[str, jnp.ndarray]:
-    """The swept values of every agent, ``{field: float32 [num_agents]}`` (agent order as
-    in ``agent_tags``)."""
+def agent_hparams(config) -> HParams | None:
+    """The swept values of every agent as one record: ``float32 [num_agents]`` for each swept
+    field (agent order as in ``agent_tags``), None for the other scalars (the program's
+    constants). None where the program has one agent or nothing is swept: then the agents
+    run their values as plain numbers."""
+    fields = swept(config)
+    if num_agents(config) == 1 or not fields:
+        return None
     tags = agent_tags(config)
-    return {k: jnp.asarray([t[k] for t in tags], jnp.float32) for k in swept(config)}
+    values = {k: jnp.asarray([t[k] for t in tags], jnp.float32) for k in fields}
+    return hparams_of(config).replace(**{k: values.get(k) for k in SCALARS})
 
 
 def with_values(config, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
@@ -73,20 +79,3 @@ def with_values(config, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
         out[k] = type(config[k])(v)
     out.sweep = sweep_fields(out)
     return out
-
-
-class AgentConfig:
-    """A read-only view of ``config`` in which ``values`` (e.g. one agent's traced swept
-    values) replace the fields of the same name. Supports ``c.field`` and ``c["field"]``."""
-
-    def __init__(self, config, values: Mapping[str, Any]):
-        self._config = config
-        self._values = dict(values)
-
-    def __getitem__(self, key):
-        return self._values[key] if key in self._values else self._config[key]
-
-    def __getattr__(self, key):
-        if key.startswith("_"):
-            raise AttributeError(key)
-        return self[key]

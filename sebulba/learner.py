@@ -10,6 +10,7 @@ from flax import struct
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from rlcore.hparams import HParams
 from rlcore.learner import make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.types import EpisodeSummary, LearnerState, Trajectory
@@ -72,10 +73,11 @@ def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
         (n, 3), NamedSharding(layout.learner_mesh, P(AXIS)), arrays)
 
 
-def make_learner_step(config, apply_fn, optimizer, layout: Layout, roots):
+def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
-    learner mesh (params replicated, env axis sharded)."""
-    update_fn = make_update_fn_for(config, apply_fn, optimizer, AXIS)
+    learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
+    minibatches of ``hp``."""
+    update_fn = make_update_fn_for(hp, apply_fn, optimizer, AXIS)
 
     def device_step(state: LearnerState, traj: Trajectory, episodes, update):
         state, loss = update_fn(state, traj, jax.random.fold_in(roots.update, update))

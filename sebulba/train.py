@@ -42,6 +42,7 @@ from runtime.config import (
     require,
     shown,
 )
+from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir
 from runtime.sweep import swept
@@ -136,10 +137,11 @@ class SebulbaRun:
         self.derived = derive(config, self.layout.learner_mesh.devices.size)
         self.spec = registry.host_env_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
-        self.optimizer = optimizer_for(config, self.derived.optimizer_steps)
+        self.hparams = hparams_of(config)
+        self.optimizer = optimizer_for(self.hparams, self.derived.optimizer_steps)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
-            config, self.network.apply, self.optimizer, self.layout, self.roots)
+            self.hparams, self.network.apply, self.optimizer, self.layout, self.roots)
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
 
     def make_eval_pool(self) -> EvalPool | None:

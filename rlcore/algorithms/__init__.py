@@ -8,13 +8,14 @@ An algorithm is an object with two methods that ``rlcore.learner.make_update_fn`
   time-major record with a ``take_envs(idx)`` method that selects a minibatch of envs.
 - ``loss(params, apply_fn, minibatch, axis_name) -> (loss, LossMetrics)``.
 
-Its hyperparameters are its dataclass fields, named like the config fields they come from,
-so ``from_config`` fills them (see ``rlcore.algorithms.base``).
+Its hyperparameters are its dataclass fields, named like the ``rlcore.hparams.HParams``
+fields they come from, so ``from_hparams`` fills them (see ``rlcore.algorithms.base``).
 
 Adding an algorithm (say A2C): write ``rlcore/algorithms/a2c.py`` with a frozen dataclass
-``A2C(ConfigHParams)`` holding its hyperparameters and implementing ``prepare`` and ``loss``
+``A2C(FromHParams)`` holding its hyperparameters and implementing ``prepare`` and ``loss``
 (the loss itself may live in ``rlcore.losses`` if it is a reusable pure function), give any
-new hyperparameter a field in ``configs/base.py``, then add ``"a2c": A2C`` to ``REGISTRY``
+new hyperparameter a field in ``configs/base.py`` (its default), a row in
+``runtime/fields.py`` and a field in ``HParams``, then add ``"a2c": A2C`` to ``REGISTRY``
 below. Validation, the entry points and both architectures pick it up from there.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 from rlcore.algorithms.base import Algorithm
 from rlcore.algorithms.impala import Impala
 from rlcore.algorithms.ppo import PPO
+from rlcore.hparams import HParams
 
 REGISTRY: dict[str, type[Algorithm]] = {
     "ppo": PPO,
@@ -30,6 +32,6 @@ REGISTRY: dict[str, type[Algorithm]] = {
 }
 
 
-def make_algorithm(config) -> Algorithm:
-    """The algorithm named by ``config.algorithm`` with its hyperparameters from ``config``."""
-    return REGISTRY[config.algorithm].from_config(config)
+def make_algorithm(hp: HParams) -> Algorithm:
+    """The algorithm named by ``hp.algorithm`` with its hyperparameters from ``hp``."""
+    return REGISTRY[hp.algorithm].from_hparams(hp)

@@ -1,21 +1,22 @@
-"""The interface every algorithm implements, and hyperparameters filled from a config."""
+"""The interface every algorithm implements, and hyperparameters filled from ``HParams``."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Callable, Protocol
 
+from rlcore.hparams import HParams
 from rlcore.losses import LossMetrics
 from rlcore.types import Trajectory
 
 
-class ConfigHParams:
-    """Mixin for a frozen dataclass whose fields are config fields of the same name."""
+class FromHParams:
+    """Mixin for a frozen dataclass whose fields are ``HParams`` fields of the same name."""
 
     @classmethod
-    def from_config(cls, config):
-        """An instance with every field read from ``config``."""
-        return cls(**{f.name: config[f.name] for f in dataclasses.fields(cls)})
+    def from_hparams(cls, hp: HParams):
+        """An instance with every field read from ``hp``."""
+        return cls(**{f.name: getattr(hp, f.name) for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +46,8 @@ class Algorithm(Protocol):
         ``rollout_values``: the trajectory carries the values of the learner's params."""
 
     @classmethod
-    def from_config(cls, config) -> "Algorithm":
-        """The algorithm with its hyperparameters read from ``config``."""
+    def from_hparams(cls, hp: HParams) -> "Algorithm":
+        """The algorithm with its hyperparameters read from ``hp``."""
 
     def prepare(self, params, apply_fn: Callable, trajectory: Trajectory) -> Any:
         """Per-rollout data for the loss, computed once before the epochs.

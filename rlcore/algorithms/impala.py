@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 from rlcore import losses
-from rlcore.algorithms.base import ConfigHParams, ValuePass
+from rlcore.algorithms.base import FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 
 @dataclasses.dataclass(frozen=True)
-class Impala(ConfigHParams):
-    """IMPALA hyperparameters (config fields of the same names).
+class Impala(FromHParams):
+    """IMPALA hyperparameters (``HParams`` fields of the same names; no defaults: configs/base.py
+    holds them).
 
     Attributes:
       gamma: discount factor.
@@ -24,12 +25,12 @@ class Impala(ConfigHParams):
       clip_pg_rho: importance-weight clip in the policy gradient.
     """
 
-    gamma: float = 0.99
-    vf_coef: float = 0.5
-    ent_coef: float = 0.01
-    vtrace_lambda: float = 1.0
-    clip_rho: float = 1.0
-    clip_pg_rho: float = 1.0
+    gamma: float
+    vf_coef: float
+    ent_coef: float
+    vtrace_lambda: float
+    clip_rho: float
+    clip_pg_rho: float
 
     prepared_step_bytes = 0  # the loss reads the Trajectory itself
 

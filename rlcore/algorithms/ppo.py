@@ -15,7 +15,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from rlcore import losses, returns
-from rlcore.algorithms.base import ConfigHParams, ValuePass
+from rlcore.algorithms.base import FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
@@ -34,8 +34,9 @@ def values_in_chunks(params, apply_fn, obs):
 
 
 @dataclasses.dataclass(frozen=True)
-class PPO(ConfigHParams):
-    """PPO hyperparameters (config fields of the same names).
+class PPO(FromHParams):
+    """PPO hyperparameters (``HParams`` fields of the same names; no defaults: configs/base.py
+    holds them).
 
     Attributes:
       gamma: discount factor.
@@ -47,13 +48,13 @@ class PPO(ConfigHParams):
       ent_coef: entropy coefficient.
     """
 
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_eps: float = 0.2
-    clip_vloss: bool = False
-    norm_adv: bool = True
-    vf_coef: float = 0.5
-    ent_coef: float = 0.01
+    gamma: float
+    gae_lambda: float
+    clip_eps: float
+    clip_vloss: bool
+    norm_adv: bool
+    vf_coef: float
+    ent_coef: float
 
     # old value, advantages and targets: float32 each
     prepared_step_bytes = 12

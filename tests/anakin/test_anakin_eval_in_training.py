@@ -16,6 +16,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from runtime.distributed import data_mesh
+from runtime.fields import hparams_of
 from tests.helpers import training_part
 
 EVAL_KEYS = ("eval/episode_return", "eval/episode_length")
@@ -68,7 +69,8 @@ def test_eval_fn_counts_first_episodes_only():
     env = registry.make_jax_env("CartPole-v1")
     net = make_network("mlp", env.spec)
     config = cartpole_ppo.get_config()
-    state = init_learner_state(net, optimizer_for(config, 10), jax.random.key(0), env.spec)
+    state = init_learner_state(net, optimizer_for(hparams_of(config), 10), jax.random.key(0),
+                               env.spec)
     evaluate = jax.jit(make_eval_fn(env, net.apply, max_steps=2000))
     roots = Roots.from_seed(0)
     out = evaluate(state.params, roots.eval, jax.numpy.arange(5), 3)

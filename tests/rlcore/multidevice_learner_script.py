@@ -51,16 +51,23 @@ def make_trajectory(net, params, seed):
     )
 
 
+OPTIMIZER_CONSTANTS = dict(anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.99, rmsprop_eps=0.01)
+
+
 def run(algorithm, mesh):
     net = MLPActorCritic(num_actions=A, hidden=(8,))
     params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
     if algorithm == "ppo":
-        opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5, total_steps=100)
-        hp = PPO(clip_vloss=True, norm_adv=True)
+        opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5, total_steps=100,
+                                   **OPTIMIZER_CONSTANTS)
+        hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
+                 vf_coef=0.5, ent_coef=0.01)
         kw = dict(num_epochs=2, num_minibatches=2)
     else:
-        opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5, total_steps=100)
-        hp = Impala(vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
+        opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5, total_steps=100,
+                                   **OPTIMIZER_CONSTANTS)
+        hp = Impala(gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
+                    clip_pg_rho=1.0)
         kw = dict(num_epochs=1, num_minibatches=2)
 
     runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}

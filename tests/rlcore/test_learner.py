@@ -112,8 +112,10 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
     """1 epoch x 1 minibatch: the update is one optimizer step on the whole rollout, PPO's
     advantages and targets built from the params at the start of the update."""
     net, params, traj = _setup()
-    hp = (PPO(gamma=0.9, gae_lambda=0.8) if algorithm == "ppo"
-          else Impala(gamma=0.9, vtrace_lambda=0.9))
+    hp = (PPO(gamma=0.9, gae_lambda=0.8, clip_eps=0.2, clip_vloss=False, norm_adv=True,
+              vf_coef=0.5, ent_coef=0.01) if algorithm == "ppo"
+          else Impala(gamma=0.9, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
+                      clip_pg_rho=1.0))
     opt = optax.sgd(0.1)
     update = jax.jit(learner.make_update_fn(hp, net.apply, opt, num_epochs=1,
                                             num_minibatches=1))
@@ -147,21 +149,24 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
 
 def test_algorithms_read_their_hyperparameters_from_the_config():
     from configs import base
+    from runtime.fields import hparams_of
 
     config = base.get_config()
     config.algorithm, config.clip_eps, config.gae_lambda = "ppo", 0.3, 0.7
-    assert make_algorithm(config) == PPO(gamma=0.99, gae_lambda=0.7, clip_eps=0.3,
+    assert make_algorithm(hparams_of(config)) == PPO(gamma=0.99, gae_lambda=0.7, clip_eps=0.3,
                                          clip_vloss=False, norm_adv=True, vf_coef=0.5,
                                          ent_coef=0.01)
     config.algorithm, config.vtrace_lambda = "impala", 0.9
-    assert make_algorithm(config) == Impala(vtrace_lambda=0.9)
+    assert make_algorithm(hparams_of(config)) == Impala(
+        gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
 
 
 def test_ppo_uses_rollout_values_when_the_trajectory_carries_them():
     """Lag 0 (Anakin): behaviour values equal to the learner's give the same PPO batch as
     recomputing them; values of other params change the advantages (so they are used)."""
     net, params, traj = _setup()
-    ppo = PPO(gamma=0.9, gae_lambda=0.8)
+    ppo = PPO(gamma=0.9, gae_lambda=0.8, clip_eps=0.2, clip_vloss=False, norm_adv=True,
+              vf_coef=0.5, ent_coef=0.01)
     values = net.apply(params, traj.obs.reshape(_T * _B, _OBS))[1].reshape(_T, _B)
     recomputed = ppo.prepare(params, net.apply, traj)
     reused = ppo.prepare(params, net.apply, traj.replace(behaviour_value=values))

@@ -49,7 +49,8 @@ def test_torch_rmsprop_matches_pytorch_formula(steps):
 def test_torch_rmsprop_first_step_by_hand():
     """g = 2, alpha = 0.99, eps = 0.01: v = 0.01 * 4 = 0.04, sqrt(v) = 0.2,
     step = lr * 2 / 0.21 = 0.1 * 9.5238095 = 0.95238095."""
-    got = _run(optim.torch_rmsprop(0.1), {"w": jnp.float32(0.0)}, [{"w": jnp.float32(2.0)}])
+    got = _run(optim.torch_rmsprop(0.1, decay=0.99, eps=0.01), {"w": jnp.float32(0.0)},
+               [{"w": jnp.float32(2.0)}])
     np.testing.assert_allclose(got["w"], -0.95238095, **TOL)
 
 
@@ -58,7 +59,8 @@ def test_make_optimizer_rmsprop_anneals_linearly_to_zero():
     at ``k = total_steps`` does not move the params."""
     total = 4
     opt = optim.make_optimizer("rmsprop", 0.02, max_grad_norm=0.0, total_steps=total,
-                               rmsprop_decay=0.9, rmsprop_eps=0.01)
+                               anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.9,
+                               rmsprop_eps=0.01)
     params = {"a": np.ones((3, 2), np.float32), "b": np.zeros((4,), np.float32)}
     grads_seq = [_grads(s) for s in range(total + 1)]
     lrs = [0.02 * (1 - k / total) for k in range(total + 1)]
@@ -86,7 +88,8 @@ def test_linear_schedule():
 def test_make_optimizer_adam_first_step():
     """Adam's bias-corrected first step: ``-lr g / (|g| + eps)`` (eps = 1e-5)."""
     opt = optim.make_optimizer("adam", 0.1, max_grad_norm=0.0, total_steps=10,
-                               anneal_lr=False, adam_eps=1e-5)
+                               anneal_lr=False, adam_eps=1e-5, rmsprop_decay=0.99,
+                               rmsprop_eps=0.01)
     g = _grads(0)
     params = {k: np.zeros_like(v) for k, v in g.items()}
     got = _run(opt, params, [g])
@@ -102,7 +105,8 @@ def test_make_optimizer_clips_by_global_norm(max_norm):
     assert global_norm > 0.5  # the small threshold clips, the large one does not
     scale = min(1.0, max_norm / global_norm)
     opt = optim.make_optimizer("rmsprop", 0.1, max_grad_norm=max_norm, total_steps=10,
-                               anneal_lr=False, rmsprop_decay=0.9, rmsprop_eps=0.01)
+                               anneal_lr=False, adam_eps=1e-5, rmsprop_decay=0.9,
+                               rmsprop_eps=0.01)
     params = {k: np.zeros_like(v) for k, v in g.items()}
     got = _run(opt, params, [g])
     clipped = {k: scale * v for k, v in g.items()}
@@ -113,4 +117,5 @@ def test_make_optimizer_clips_by_global_norm(max_norm):
 
 def test_make_optimizer_unknown_name():
     with pytest.raises(ValueError, match="optimizer"):
-        optim.make_optimizer("sgd", 0.1, max_grad_norm=0.5, total_steps=10)
+        optim.make_optimizer("sgd", 0.1, max_grad_norm=0.5, total_steps=10, anneal_lr=True,
+                             adam_eps=1e-5, rmsprop_decay=0.99, rmsprop_eps=0.01)

@@ -1,0 +1,110 @@
+"""Learning over seeds: variants of one Anakin config, each as one ``num_seeds`` run.
+
+``python -m benchmarks.seeds --config=configs/cartpole_ppo.py --seeds=10 --out=DIR
+--variant=base: --variant=vclip:clip_vloss=True [--set=num_envs=64]`` runs every variant
+as ``python -m anakin.main --config=... --config.num_seeds=N --config.<override>...`` in
+``DIR/<variant>`` and prints, per variant, the statistic the learning-quality comparisons
+use: for each seed the mean of its logged episode returns over the last 20% of training
+(env steps above 80% of the budget), then the mean over seeds, its min and max, and how
+many seeds end at ``--threshold`` or more. A variant whose run directory already has the
+budget's last line is not run again (``--rerun`` forces it). The table also goes to
+``DIR/seeds.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from benchmarks.common import format_table
+from runtime.cli import OneLineParser
+
+LAST_FRACTION = 0.2
+
+
+def parse_args(argv=None):
+    p = OneLineParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", required=True, help="an Anakin config file")
+    p.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1, in one program")
+    p.add_argument("--out", required=True, help="output directory (variants resumed)")
+    p.add_argument("--variant", action="append", default=[],
+                   help="NAME:field=value,field=value (empty after the colon: the config)")
+    p.add_argument("--set", action="append", default=[],
+                   help="field=value for every variant (e.g. num_envs=64)")
+    p.add_argument("--threshold", type=float, default=475.0,
+                   help="a seed counts as reaching it when its final-20%% mean is >= this")
+    p.add_argument("--rerun", action="store_true", help="run variants again even if done")
+    args = p.parse_args(argv)
+    if not args.variant:
+        p.exit(2, "config error: --variant: give at least one (e.g. --variant=base:)\n")
+    for v in args.variant:
+        if ":" not in v or not v.split(":", 1)[0]:
+            p.exit(2, f"config error: --variant: {v!r} is not NAME:field=value,...\n")
+    return args
+
+
+def overrides(spec: str) -> list[str]:
+    """``"a=1,b=2"`` -> ``["--config.a=1", "--config.b=2"]`` (values may hold no comma)."""
+    return [f"--config.{kv}" for kv in spec.split(",") if kv]
+
+
+def read_rows(workdir: str) -> list[dict]:
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def final_means(rows: list[dict], total_env_steps: int) -> dict[int, float]:
+    """``{seed: mean episode_return of its lines past (1 - LAST_FRACTION) of the budget}``."""
+    cut = (1 - LAST_FRACTION) * total_env_steps
+    per_seed: dict[int, list[float]] = {}
+    for r in rows:
+        if r["env_steps"] > cut and r.get("episode_return") is not None:
+            per_seed.setdefault(int(r.get("seed", 0)), []).append(r["episode_return"])
+    return {s: sum(v) / len(v) for s, v in sorted(per_seed.items())}
+
+
+def run_variant(args, name: str, spec: str) -> dict:
+    workdir = os.path.join(args.out, name)
+    cmd = [sys.executable, "-m", "anakin.main", f"--config={args.config}",
+           f"--config.num_seeds={args.seeds}", *overrides(",".join(args.set)),
+           *overrides(spec), f"--workdir={workdir}"]
+    config_path = os.path.join(workdir, "config.json")
+    done = os.path.exists(os.path.join(workdir, "done.json"))
+    if args.rerun or not done or json.load(open(os.path.join(workdir, "done.json"))) != cmd:
+        subprocess.run([*cmd, "--fresh"], check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(workdir, "done.json"), "w") as f:
+            json.dump(cmd, f)
+    with open(config_path) as f:
+        total = json.load(f)["total_env_steps"]
+    means = final_means(read_rows(workdir), total)
+    values = list(means.values())
+    return {"variant": name, "overrides": spec or "-", "seeds": len(values),
+            "mean": sum(values) / len(values), "min": min(values), "max": max(values),
+            "reach": sum(v >= args.threshold for v in values), "per_seed": values}
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    results = [run_variant(args, *v.split(":", 1)) for v in args.variant]
+    headers = ["variant", "overrides", "seeds", "mean final-20%", "min", "max",
+               f">= {args.threshold:g}"]
+    rows = [[r["variant"], r["overrides"], r["seeds"], f"{r['mean']:.1f}", f"{r['min']:.1f}",
+             f"{r['max']:.1f}", f"{r['reach']}/{r['seeds']}"] for r in results]
+    table = format_table(headers, rows)
+    common = ", ".join(args.set) or "none"
+    text = (f"{args.config}, {args.seeds} seeds, common overrides: {common}\n{table}\n"
+            + "\n".join(f"{r['variant']} per seed: " + " ".join(f"{v:.0f}" for v in r["per_seed"])
+                        for r in results))
+    print(text)
+    with open(os.path.join(args.out, "seeds.md"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

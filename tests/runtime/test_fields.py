@@ -1,0 +1,90 @@
+"""The field table (runtime/fields.py) against configs/base.py, and the views read from it."""
+
+import dataclasses
+
+import jax
+import ml_collections
+import pytest
+
+from configs import base
+from rlcore.hparams import SCALARS, HParams
+from runtime import fields
+
+
+def base_fields(config, prefix=""):
+    """``{dotted name: default}`` of ``config``: every field, the fields of sub-configs too,
+    but not the ``sweep`` sub-config's (they mirror the number fields)."""
+    out = {}
+    for name, value in config.items():
+        out[prefix + name] = value
+        if isinstance(value, ml_collections.ConfigDict) and name != "sweep":
+            out.update(base_fields(value, prefix + name + "."))
+    return out
+
+
+KIND_CHECKS = {
+    fields.BOOL: lambda v: isinstance(v, bool),
+    fields.INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    fields.NUMBER: lambda v: isinstance(v, float),
+    fields.STR: lambda v: isinstance(v, str),
+    fields.TUPLE: lambda v: isinstance(v, tuple),
+    fields.CONFIG: lambda v: isinstance(v, ml_collections.ConfigDict),
+}
+
+
+def test_every_field_of_base_has_a_row_and_every_row_a_field():
+    defaults = base_fields(base.get_config())
+    assert sorted(defaults) == sorted(fields.ROWS)
+    assert len(fields.ROWS) == len(fields.FIELDS)  # no row twice
+
+
+@pytest.mark.parametrize("row", fields.FIELDS, ids=lambda r: r.name)
+def test_kind_agrees_with_the_default(row):
+    default = base_fields(base.get_config())[row.name]
+    assert KIND_CHECKS[row.kind](default), (row.name, row.kind, default)
+
+
+def test_views():
+    assert fields.BOOL_FIELDS == ("anneal_lr", "clip_vloss", "norm_adv",
+                                  "xla_cpu_multi_thread_eigen")
+    assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update")
+    # The sweepable fields are exactly the scalars of the learner's record, in its order.
+    assert fields.SWEEPABLE == SCALARS
+    assert all(fields.ROWS[k].kind == fields.NUMBER for k in fields.SWEEPABLE)
+    assert "debug" in fields.RESUMABLE_CHANGES and "sweep" not in fields.RESUMABLE_CHANGES
+    assert not any("." in k for k in fields.RESUMABLE_CHANGES)
+    assert fields.ONE_DEVICE == {
+        "num_devices": 1, "actor_device_ids": (0,), "learner_device_ids": (0,),
+        "num_actor_threads": 1, "coordinator_address": "", "num_processes": 1,
+        "process_id": 0}
+
+
+def test_hparams_of_reads_every_record_field_from_the_config():
+    config = base.get_config()
+    config.gamma, config.num_epochs = 0.9, 3
+    hp = fields.hparams_of(config, {"learning_rate": 1e-3})
+    for f in dataclasses.fields(HParams):
+        assert f.name in fields.ROWS
+        want = 1e-3 if f.name == "learning_rate" else config[f.name]
+        assert getattr(hp, f.name) == want and type(getattr(hp, f.name)) is type(want)
+
+
+def test_agent_hparams_holds_the_swept_values_and_none_elsewhere():
+    from runtime import sweep
+
+    config = base.get_config()
+    config.num_seeds = 2
+    assert sweep.agent_hparams(config) is None  # nothing swept: plain numbers
+    config.sweep.learning_rate, config.sweep.ent_coef = (1e-3, 2.5e-4), (0.0,)
+    swept = sweep.agent_hparams(config)
+    assert swept.learning_rate.dtype.name == "float32"
+    assert swept.learning_rate.tolist() == pytest.approx([1e-3, 1e-3, 2.5e-4, 2.5e-4])
+    assert swept.ent_coef.tolist() == [0.0] * 4
+    assert all(getattr(swept, k) is None for k in SCALARS if k not in ("learning_rate",
+                                                                      "ent_coef"))
+    plain = fields.hparams_of(config)
+    agent = plain.override(jax.tree.map(lambda x: x[2], swept))
+    assert float(agent.learning_rate) == pytest.approx(2.5e-4)
+    assert agent.gamma == plain.gamma and type(agent.gamma) is float  # still a constant
+    config.num_seeds, config.sweep.learning_rate = 1, (1e-3,)
+    assert sweep.agent_hparams(config) is None  # one agent: plain numbers
