@@ -17,7 +17,8 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
-from anakin.rollout import EnvCarry, make_eval_fn, make_rollout_fn, reset_envs
+from anakin.episodes import make_train_eval_fn
+from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
@@ -39,7 +40,7 @@ from runtime.config import (
 )
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir
+from runtime.rundir import RunDir, train_eval_due
 
 AXIS = distributed.DATA_AXIS
 
@@ -98,7 +99,8 @@ class AnakinRun:
                                        config.debug.nan_at_update)
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
                                          AXIS)
-        self.evaluate = make_eval_fn(self.env, self.network.apply, config.eval_max_steps, AXIS)
+        self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
+                                           AXIS)
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None
@@ -128,14 +130,15 @@ class AnakinRun:
         return jax.lax.axis_index(AXIS) * n + jnp.arange(n)
 
     def _evaluations(self, learner: LearnerState, roots: Roots) -> EpisodeSummary:
-        """Greedy episodes of every agent after its update ``u`` when ``eval_every`` divides
-        ``u`` (zeros otherwise, or when evaluation is off); sums over devices. The branch is
-        taken outside the agents' vmap, so that it is skipped, not masked."""
+        """Greedy episodes of every agent after its update ``u`` when one is due
+        (``runtime.rundir.train_eval_due``; zeros otherwise, or when evaluation is off); sums
+        over devices. The branch is taken outside the agents' vmap, so that it is skipped,
+        not masked."""
         every = self.config.eval_every
         ids = self._env_ids(self.config.eval_episodes // self.num_devices)
 
         def run(_):
-            per_agent = self.per_agent(lambda p, r: self.evaluate(p, r.eval, ids, u))
+            per_agent = self.per_agent(lambda p, r: self.evaluate(p, r.train_eval, ids, u))
             return jax.lax.psum(per_agent(learner.params, roots), AXIS)
 
         if not every:
@@ -144,7 +147,7 @@ class AnakinRun:
         u = learner.update.reshape(-1)[0]
         shape = jax.eval_shape(run, None)
         zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
-        return jax.lax.cond(u % every == 0, run, zeros, None)
+        return jax.lax.cond(train_eval_due(u, every), run, zeros, None)
 
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""

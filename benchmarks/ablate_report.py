@@ -143,7 +143,7 @@ def curve_spread(rows_a: Sequence[dict], rows_b: Sequence[dict]) -> float:
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the Student-t interval of the mean over ``values`` (None
-    skipped; ``runtime.evaluation.t_interval``); ``low == high == mean`` for one value.
+    skipped; ``runtime.stats.t_interval``); ``low == high == mean`` for one value.
 
     (Not a bootstrap: over 2-3 seeds a percentile bootstrap of the mean is the range of the
     seeds, and covers far less than its nominal 95%.)"""
@@ -152,7 +152,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
         return (math.nan, math.nan, math.nan)
     if x.size < 2:
         return (float(x[0]),) * 3
-    from runtime.evaluation import t_interval
+    from runtime.stats import t_interval
 
     m, half = t_interval(x, confidence)
     return (m, m - half, m + half)

@@ -9,7 +9,7 @@ DESIGN.md). A directory trained with ``num_seeds > 1`` holds one run per ``seed`
 lines. A run's score is the mean ``episode_return`` over the last ``last_fraction`` of its
 log lines that have one (at least one line); each line's value is already the mean over the
 episodes that ended since the line before, so lines are weighted equally, not episodes.
-Raw scores are human-normalised with ``runtime.atari_scores`` (Agent57's random and human
+Raw scores are human-normalised with ``envs.atari_scores`` (Agent57's random and human
 reference scores) and arranged as rliable's score matrix ``[runs per game, games]``.
 
 The matrix needs the same number of runs for every game: games with unequal counts are
@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from rliable import library, metrics
 
-from runtime import atari_scores
+from envs import atari_scores
 from runtime.cli import OneLineParser
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")

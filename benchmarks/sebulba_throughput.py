@@ -61,7 +61,7 @@ def raw_env_sps(config, seconds: float = 3.0) -> float:
     """EnvPool steps/s with random actions, one thread per actor thread, same pool sizes."""
     import numpy as np
 
-    from envs import registry
+    from sebulba.host_envs import make_host_env
 
     n = config.num_envs // config.num_actor_threads
     counts = [0] * config.num_actor_threads
@@ -69,7 +69,7 @@ def raw_env_sps(config, seconds: float = 3.0) -> float:
     ready = threading.Barrier(len(counts) + 1, timeout=120)
 
     def worker(i):
-        env = registry.make_host_env(config.env_id, n, seed=i * n, num_threads=config.env_threads)
+        env = make_host_env(config.env_id, n, seed=i * n, num_threads=config.env_threads)
         env.reset()
         ready.wait()
         rng = np.random.default_rng(i)
@@ -140,11 +140,11 @@ def plain_step_samples_per_s(config, repeats: int = 5) -> float:
     import numpy as np
     import optax
 
-    from envs import registry
     from rlcore import losses
     from rlcore.networks import make_network
+    from sebulba.host_envs import make_host_env
 
-    env = registry.make_host_env(config.env_id, 1, seed=0)
+    env = make_host_env(config.env_id, 1, seed=0)
     spec = env.spec
     env.close()
     net = make_network(config.network, spec)

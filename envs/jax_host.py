@@ -8,18 +8,22 @@ Auto-reset (same step), terminated/truncated and the episode statistics are the 
 (``envs.autoreset``), so the data match the env run in Anakin step for step.
 
 Seeding (by *global* env index, like ``envs.envpool``): env ``i`` of a pool made with
-``(seed, first_env_index)`` has global index ``g = first_env_index + i`` and the root key::
+``(root, first_env_index)`` has global index ``g = first_env_index + i`` and the root key::
 
-    root_g = fold_in(fold_in(key(seed), HOST_ENV_STREAM), g)
+    root_g = fold_in(root, g)
+
+where the caller derives ``root`` from the pool's integer seed (Sebulba:
+``rlcore.seeding.host_env_root(seed) = fold_in(key(seed), HOST_ENV_STREAM)``; the streams
+are allocated there, not here).
 
 Every call on the pool (``reset`` or ``step``) has a counter ``c``: 0 for the first, then
 1, 2, ... over the pool's life. Call ``c`` gives env ``g`` the key ``fold_in(root_g, c)``,
 which ``reset`` passes to ``JaxEnv.reset`` and ``step`` to ``JaxEnv.step`` (which splits it
 into the step's and the auto-reset's keys). So env ``g`` behaves the same in any pool with
-the same seed, whatever the pool sizes, and no two envs share a key. ``HOST_ENV_STREAM``
-keeps these keys apart from the run's other roots (``rlcore.seeding.Roots`` folds
-``key(seed)`` with 0..3, and the actors' action keys descend from root 1): without it env
-``g = 1`` would draw from the action root's subtree.
+the same root, whatever the pool sizes, and no two envs share a key. The stream of
+``host_env_root`` keeps these keys apart from the run's other roots (``rlcore.seeding.Roots``
+folds ``key(seed)`` with 0..3, and the actors' action keys descend from root 1): without it
+env ``g = 1`` would draw from the action root's subtree.
 """
 
 from __future__ import annotations
@@ -33,22 +37,18 @@ import numpy as np
 from envs.autoreset import host_initial_stats
 from envs.base import EpisodeStats, JaxEnv, JaxEnvState, TimeStep
 
-HOST_ENV_STREAM = 4  # fold of key(seed) for host-served jittable envs (Roots use 0..3)
 
-
-def env_root_keys(seed: jax.Array, env_ids: jax.Array) -> jax.Array:
-    """Root keys of envs ``env_ids`` (global indices): ``fold_in(fold_in(key(seed),
-    HOST_ENV_STREAM), g)``.
+def env_root_keys(root: jax.Array, env_ids: jax.Array) -> jax.Array:
+    """Root keys of envs ``env_ids`` (global indices): ``fold_in(root, g)``.
 
     Args:
-      seed: ``[]`` int, the run seed.
+      root: ``[]`` PRNG key of the pool (see the module docstring).
       env_ids: ``[n]`` int32 global env indices.
 
     Returns:
       ``[n]`` PRNG keys.
     """
-    stream = jax.random.fold_in(jax.random.key(seed), HOST_ENV_STREAM)
-    return jax.vmap(lambda g: jax.random.fold_in(stream, g))(env_ids)
+    return jax.vmap(lambda g: jax.random.fold_in(root, g))(env_ids)
 
 
 def call_keys(root_keys: jax.Array, counter: jax.Array) -> jax.Array:
@@ -109,7 +109,7 @@ class JaxHostEnv:
     Args:
       env: the JaxEnv to serve (one env; e.g. ``registry.make_jax_env("CartPole-v1")``).
       num_envs: envs in this pool.
-      seed: run seed (see the module docstring for the key rule).
+      root: ``[]`` PRNG key the pool's env keys derive from (see the module docstring).
       first_env_index: global index of this pool's env 0.
       device: the host device to step on; default ``jax.devices("cpu")[0]``.
 
@@ -120,7 +120,7 @@ class JaxHostEnv:
       stats: EpisodeStats of numpy arrays ``[num_envs]``, updated by every ``step``.
     """
 
-    def __init__(self, env: JaxEnv, num_envs: int, *, seed: int, first_env_index: int = 0,
+    def __init__(self, env: JaxEnv, num_envs: int, *, root: jax.Array, first_env_index: int = 0,
                  device: Any = None):
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}")
@@ -132,7 +132,7 @@ class JaxHostEnv:
         self._obs_dtype = np.dtype(env.spec.obs_dtype)
         env_ids = np.arange(first_env_index, first_env_index + num_envs, dtype=np.int32)
         self._root_keys = jax.jit(env_root_keys)(
-            *jax.device_put((np.int32(seed), env_ids), self._device))
+            *jax.device_put((root, env_ids), self._device))
         self._reset_fn = jax.jit(functools.partial(reset_batch, env))
         self._step_fn = jax.jit(functools.partial(step_batch, env))
         self._state: JaxEnvState | None = None

@@ -38,6 +38,11 @@ GYMNAX, OWN, ENVPOOL = "gymnax", "own", "envpool"
 LIBRARIES = (GYMNAX, OWN, ENVPOOL)
 JITTABLE = (GYMNAX, OWN)
 OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
+# The time-limit argument of each env library (the evaluate commands' ``--max_episode_steps``).
+TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
+                    ENVPOOL: "max_episode_steps"}
+# The libraries whose host envs render RGB frames themselves, and the option that asks them to.
+RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 
 
 def _make_catch(**overrides: Any) -> JaxEnv:
@@ -167,13 +172,30 @@ def _close(env_id: str, ids: tuple[str, ...]) -> list[str]:
     return difflib.get_close_matches(env_id, list(ids), n=5, cutoff=0.6)
 
 
+EXAMPLE_ID = "CartPole-v1"  # the id an error message shows as an example
+
+
+def _check_is_id(env_id) -> None:
+    """Raises ``ConfigError("env_id: must be a string ...")`` for a value that is no id."""
+    if isinstance(env_id, str):
+        return
+    if isinstance(env_id, int) and not isinstance(env_id, bool) and env_id.bit_length() > 64:
+        text = f"{'-' if env_id < 0 else ''}an integer of {env_id.bit_length()} bits"
+    else:
+        text = repr(env_id)
+        text = text if len(text) <= 80 else text[:77] + "..."
+    raise ConfigError(f"env_id: must be a string such as {EXAMPLE_ID}, got {text}")
+
+
 def check_jax_env_id(env_id: str) -> None:
     """Raises ConfigError (with close matches) unless Anakin runs ``env_id``."""
+    _check_is_id(env_id)
     resolve(env_id, ANAKIN)
 
 
 def check_host_env_id(env_id: str) -> None:
     """Raises ConfigError (with close matches) unless Sebulba runs ``env_id``."""
+    _check_is_id(env_id)
     resolve(env_id, SEBULBA)
 
 
@@ -228,20 +250,25 @@ def make_host_env(
     seed: int,
     first_env_index: int = 0,
     num_threads: int = 0,
+    key_root: Any = None,
     **overrides: Any,
 ) -> HostEnv:
     """Makes a synchronous batch of host envs, resolved as in Sebulba.
 
     Env ``i`` is seeded from its global index ``first_env_index + i``: EnvPool seed
-    ``seed + first_env_index + i``; a jittable env by the key rule of ``envs.jax_host``.
+    ``seed + first_env_index + i``; a jittable env by the key rule of ``envs.jax_host``,
+    from ``key_root``.
 
     Args:
       env_id: e.g. ``"CartPole-v1"`` (EnvPool), ``"Breakout-MinAtar"``,
         ``"gymnax:CartPole-v1"``, ``"Catch-own"``.
       num_envs: envs in this pool.
-      seed: run seed.
+      seed: the pool's integer seed (EnvPool).
       first_env_index: global index of this pool's env 0.
       num_threads: EnvPool worker threads (0: EnvPool's default); ignored by jittable envs.
+      key_root: ``[]`` PRNG key a jittable env's keys derive from (``envs.jax_host``; the
+        caller derives it from ``seed``, e.g. ``rlcore.seeding.host_env_root(seed)``);
+        required for jittable envs, ignored by EnvPool.
       **overrides: EnvPool options (replace the Atari defaults), or ``make_jax_env``'s
         overrides for a jittable env.
 
@@ -255,9 +282,49 @@ def make_host_env(
     if library in JITTABLE:
         from envs.jax_host import JaxHostEnv
 
-        return JaxHostEnv(_make_jittable(library, name, **overrides), num_envs, seed=seed,
+        if key_root is None:
+            raise ValueError(f"make_host_env: {env_id} is served from a jittable env; pass "
+                             "key_root (e.g. rlcore.seeding.host_env_root(seed))")
+        return JaxHostEnv(_make_jittable(library, name, **overrides), num_envs, root=key_root,
                           first_env_index=first_env_index)
     from envs.envpool import EnvPoolEnv
 
     return EnvPoolEnv(name, num_envs, seed=seed, first_env_index=first_env_index,
                       num_threads=num_threads, **overrides)
+
+
+def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]:
+    """The env constructor's time-limit argument for ``library`` (``{}`` when 0).
+
+    Args:
+      library: ``gymnax``, ``own`` or ``envpool`` (``resolve(env_id, mode).library``).
+      max_episode_steps: the limit; 0 keeps the env's own.
+
+    Returns:
+      Overrides for ``make_jax_env`` / ``make_host_env``.
+    """
+    if not max_episode_steps:
+        return {}
+    return {TIME_LIMIT_FIELD[library]: int(max_episode_steps)}
+
+
+def render_overrides(env_id: str, mode: str) -> dict[str, Any]:
+    """The ``make_host_env`` options that make the env of ``env_id`` render RGB frames
+    itself (EnvPool: ``render_mode="rgb_array"``); ``{}`` for envs that do not render (their
+    frames are drawn from the observations, ``obs_frame_fn``)."""
+    return dict(RENDER_OVERRIDES.get(resolve(env_id, mode).library, {}))
+
+
+def obs_frame_fn(env_id: str, mode: str, env) -> Callable:
+    """How one observation of ``env`` (made for ``env_id`` in ``mode``) becomes an RGB frame:
+    ``envs.render.obs_frame_fn`` with the env's spec, its name (CartPole gets its drawing)
+    and, for a board env (``rows`` and ``cols`` attributes, e.g. Catch), its grid.
+
+    Returns:
+      ``obs [*obs_shape] -> uint8 [H, W, 3]``.
+    """
+    from envs.render import obs_frame_fn as frame_fn
+
+    name = resolve(env_id, mode).name
+    grid = (env.rows, env.cols) if hasattr(env, "rows") and hasattr(env, "cols") else None
+    return frame_fn(env.spec.obs_shape, env.spec.obs_dtype, name, grid)

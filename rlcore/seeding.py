@@ -8,16 +8,21 @@ threads, devices and processes:
 - jittable env step / reset of env ``i``: ``per_env_keys(roots.env, i, u, t)``;
 - learner update ``u``: ``fold_in(roots.update, u)``;
 - host env ``i`` (EnvPool): integer seed ``host_env_seed(seed, start_update) + i``;
-- evaluation during training (``eval_every``): jittable eval env ``i`` at the evaluation
-  after update ``u``: ``per_env_keys(roots.eval, i, u)`` (its own stream, ``EVAL_STREAM``);
-  host eval pools (Sebulba) get the integer seed ``eval_host_seed(seed) + i``, outside every
-  training env seed;
-- the evaluate commands (``runtime.evaluation``): keys from ``fold_in(key(seed),
-  EVALUATE_STREAM)``, host pools seeded ``evaluate_host_seed(seed) + i`` (outside training's
+- evaluation during training (``eval_every``; "train eval"): jittable eval env ``i`` at
+  the evaluation after update ``u``: ``per_env_keys(roots.train_eval, i, u)`` (its own stream,
+  ``TRAIN_EVAL_STREAM``); host eval pools (Sebulba) get the integer seed
+  ``train_eval_host_seed(seed) + i``, outside every training env seed;
+- the offline evaluate commands (``python -m anakin.evaluate`` / ``sebulba.evaluate``;
+  "evaluate"): keys of ``EvaluateRoots.from_seed(seed)`` (``fold_in(key(seed),
+  EVALUATE_STREAM)``), host pools seeded ``evaluate_host_seed(seed) + i`` (outside training's
   and in-training evaluation's seeds);
-- host-served jittable env ``i`` (``envs.jax_host``, a gymnax or own env in Sebulba): keys
-  from ``host_env_seed(seed, start_update)`` and ``i`` (see that module), so the same rule of
-  global indices holds there.
+- host-served jittable env ``i`` (``envs.jax_host``, a jittable env in Sebulba): keys
+  ``fold_in(host_env_root(s), i)`` with ``s = host_env_seed(seed, start_update)`` (or the
+  eval pools' integer seed), the stream ``HOST_ENV_STREAM``; see that module, so the same
+  rule of global indices holds there.
+
+The streams folded into ``key(seed)``: 0..3 the training ``Roots``, ``HOST_ENV_STREAM`` (4),
+``TRAIN_EVAL_STREAM`` (5) and ``EVALUATE_STREAM`` (1_000_003); all of them are allocated here.
 """
 
 from __future__ import annotations
@@ -39,24 +44,60 @@ class Roots:
     action: jax.Array
     env: jax.Array
     update: jax.Array
-    eval: jax.Array
+    train_eval: jax.Array
 
     @classmethod
     def from_seed(cls, seed: int) -> "Roots":
         base = jax.random.key(seed)
         return cls(*(jax.random.fold_in(base, i) for i in range(4)),
-                   eval=jax.random.fold_in(base, EVAL_STREAM))
+                   train_eval=jax.random.fold_in(base, TRAIN_EVAL_STREAM))
 
 
-# Fold of ``key(seed)`` for evaluation envs (0..3: the training roots; 4: host-served
-# jittable envs, ``envs.jax_host.HOST_ENV_STREAM``).
-EVAL_STREAM = 5
-# Fold of ``key(seed)`` for the evaluate commands (``runtime.evaluation``).
+# Fold of ``key(seed)`` for host-served jittable envs (``envs.jax_host``; Roots use 0..3).
+HOST_ENV_STREAM = 4
+# Fold of ``key(seed)`` for in-training evaluation envs (``Roots.train_eval``).
+TRAIN_EVAL_STREAM = 5
+# Fold of ``key(seed)`` for the offline evaluate commands (``EvaluateRoots``).
 EVALUATE_STREAM = 1_000_003
-# Host evaluation pools are seeded in [2**31 - 2**23, 2**31): training's host env seeds stay
-# below 2**31 - 2**24 + num_envs (``host_env_seed`` is taken modulo 2**31 - 2**24; a fresh run
-# uses ``seed + i`` with seed < 2**30), so the two never meet below 2**23 training envs; up
-# to ``MAX_EVAL_ENVS`` eval envs keep the seeds int32.
+
+
+@struct.dataclass
+class EvaluateRoots:
+    """PRNG roots of an offline evaluation (the evaluate commands): env resets, env steps,
+    actions.
+
+    Env ``i`` is reset with ``per_env_keys(reset, i)``; step ``t`` draws its env key from
+    ``per_env_keys(env, i, t)`` and its action key from ``per_env_keys(action, i, t)``.
+    """
+
+    reset: jax.Array
+    env: jax.Array
+    action: jax.Array
+
+    @classmethod
+    def from_seed(cls, seed: int) -> "EvaluateRoots":
+        """``fold_in(fold_in(key(seed), EVALUATE_STREAM), j)`` for j = 0, 1, 2."""
+        base = jax.random.fold_in(jax.random.key(seed), EVALUATE_STREAM)
+        return cls(*(jax.random.fold_in(base, j) for j in range(3)))
+
+
+def host_env_root(seed) -> jax.Array:
+    """``fold_in(key(seed), HOST_ENV_STREAM)``: the root of a host-served jittable env pool
+    of integer seed ``seed`` (``envs.jax_host``: env ``g`` derives from ``fold_in(root, g)``).
+
+    Args:
+      seed: ``[]`` int (an int32 value), the pool's integer seed.
+
+    Returns:
+      ``[]`` PRNG key.
+    """
+    return jax.random.fold_in(jax.random.key(seed), HOST_ENV_STREAM)
+
+
+# Host evaluation pools (both kinds) are seeded in [2**31 - 2**23, 2**31): training's host env
+# seeds stay below 2**31 - 2**24 + num_envs (``host_env_seed`` is taken modulo 2**31 - 2**24;
+# a fresh run uses ``seed + i`` with seed < 2**30), so the two never meet below 2**23
+# training envs; up to ``MAX_EVAL_ENVS`` eval envs keep the seeds int32.
 HOST_EVAL_SEED_BASE = 2**31 - 2**23
 HOST_EVAL_SEED_SPAN = 2**21  # seed % span offsets the base: runs of other seeds differ
 MAX_EVAL_ENVS = 2**21
@@ -125,7 +166,7 @@ def host_env_seed(seed: int, start_update: int = 0) -> int:
     return (seed * 1_000_003 + start_update * 7_919_111) % (2**31 - 2**24)
 
 
-def eval_host_seed(seed: int) -> int:
+def train_eval_host_seed(seed: int) -> int:
     """Base integer seed of an in-training host evaluation pool (env ``i`` gets
     ``base + i``), never a training env's seed: ``HOST_EVAL_SEED_BASE + seed %
     HOST_EVAL_SEED_SPAN``."""

@@ -113,6 +113,17 @@ class Checkpointer:
                                                  cleanup_tmp_directories=cleanup_tmp),
         )
 
+    @staticmethod
+    def finished_steps(workdir: str) -> list[int]:
+        """The finalized steps in ``workdir/checkpoints``, oldest first, read without
+        opening a manager (which would create the directory and log about step folders
+        without metadata): what a reader such as the evaluate commands checks first; ``[]``
+        when there is no checkpoint directory."""
+        directory = run_files.checkpoints_dir(workdir)
+        if not os.path.isdir(directory):
+            return []
+        return sorted(ocp.utils.checkpoint_steps(directory))
+
     def latest_step(self) -> int | None:
         """The newest finalized step (half-written ones are never listed), or None."""
         return self._manager.latest_step()

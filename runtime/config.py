@@ -313,9 +313,7 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be at most {MAX_EVAL_ENVS} (host eval seeds stay int32)")
     positive_int(config, "eval_max_steps")
     int_in(config, "update_unroll", 0, ">= 0 (0: fully unrolled)")
-    require(isinstance(config.env_id, str), "env_id",
-            f"must be a string such as CartPole-v1, got {shown(config.env_id)}")
-    check_env_id(config.env_id)
+    check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")
     per_shard = config.num_envs // num_shards

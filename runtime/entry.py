@@ -1,10 +1,11 @@
-"""What both entry points share: flag parsing, validation first, then exit codes and a
-summary.
+"""What the training entry points (``anakin.main``, ``sebulba.main``) share: flag parsing,
+validation first, then training and a summary.
 
-Exit codes: 0 done, 1 runtime failure (traceback printed; a checkpoint that cannot be
-resumed from is one ``checkpoint: ...`` line), 2 bad config (one line naming the field; a
-``--config`` file or ``--workdir`` that cannot be used is one line naming the path),
-130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
+The flags parser and the exit codes are ``runtime.command``'s (shared with the evaluate
+commands): 0 done, 1 runtime failure (traceback printed; a checkpoint that cannot be
+resumed from is one ``checkpoint: ...`` line), 2 bad config (one ``config error: ...`` line
+naming the field; a ``--config`` file or ``--workdir`` that cannot be used is one line
+naming the path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 """
 
 from __future__ import annotations
@@ -13,45 +14,56 @@ import os
 import re
 import sys
 import tempfile
-import traceback
 
-from absl import flags, logging
+from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import distributed, memory, run_files
+from runtime import command, distributed, memory, run_files
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
+
+# How a training command reports its errors (any other is a traceback and exit 1).
+TRAIN_ERRORS = (
+    command.OneLine((ConfigError,), "config error", command.EXIT_BAD_INPUT),
+    # Checkpoints exist, none restores (``runtime.checkpoint`` imports orbax: it loads only
+    # once the config is validated, so the class is named, not imported, here).
+    command.OneLine(("runtime.checkpoint.CheckpointError",), "checkpoint",
+                    command.EXIT_FAILURE),
+)
 
 
 def parse_flags(argv):
     """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
     unknown field) becomes one ``config error: <field>: ...`` line and exit code 2. Library
     logging stays at WARNING unless ``--verbosity`` is given."""
-    try:
-        rest = flags.FLAGS(argv)
-        flags.FLAGS["config"].value.to_dict()  # a config that failed to load raises here
-        if not flags.FLAGS["verbosity"].present:  # library INFO chatter only when asked for
-            logging.set_verbosity(logging.WARNING)
-        apply_xla_cpu_flags(flags.FLAGS["config"].value)
-        return rest
-    except Exception as e:  # noqa: BLE001 - any parse failure is a bad config
-        problem = config_file_problem(_config_argument(argv))
-        if problem is not None:
-            print(f"config error: --config: {problem}", file=sys.stderr)
-            sys.exit(2)
-        message = " ".join(str(e).split())
-        found = re.search(r"--config\.([\w.]+)", message)
-        field = found.group(1) if found else "config"
-        if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
-            unknown = re.search(r"'(\w+)'", message)
-            if unknown:
-                field = _override_path(argv, unknown.group(1))
-            message = "no such config field"
-        elif isinstance(e, OSError):  # the config file itself did not load
-            message = message.split(" Attempted")[0]
-        print(f"config error: {field}: {message}", file=sys.stderr)
-        sys.exit(2)
+    return command.parse_flags(argv, _config_problem, _check_config)
+
+
+def _check_config(rest) -> None:
+    """A config that failed to load raises here; its XLA CPU flags go in before JAX starts."""
+    del rest
+    config = flags.FLAGS["config"].value
+    config.to_dict()
+    apply_xla_cpu_flags(config)
+
+
+def _config_problem(e: Exception, argv) -> str:
+    """The one ``config error:`` line of a failed parse (any failure is a bad config)."""
+    problem = config_file_problem(_config_argument(argv))
+    if problem is not None:
+        return f"config error: --config: {problem}"
+    message = " ".join(str(e).split())
+    found = re.search(r"--config\.([\w.]+)", message)
+    field = found.group(1) if found else "config"
+    if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
+        unknown = re.search(r"'(\w+)'", message)
+        if unknown:
+            field = _override_path(argv, unknown.group(1))
+        message = "no such config field"
+    elif isinstance(e, OSError):  # the config file itself did not load
+        message = message.split(" Attempted")[0]
+    return f"config error: {field}: {message}"
 
 
 def _override_path(argv, name: str) -> str:
@@ -176,36 +188,19 @@ def prepare(config, mode: ModeChecks) -> None:
 
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
     """Runs ``prepare(config, mode)`` and checks ``workdir``, then (after moving the
-    previous run aside when ``fresh``) ``train(config, workdir)``; exits with the code of
-    the outcome."""
-    try:
+    previous run aside when ``fresh``) ``train(config, workdir)`` and prints the summary;
+    exits with the code of the outcome (``runtime.command.run_command``, ``TRAIN_ERRORS``)."""
+
+    def body():
         prepare(config, mode)
         check_workdir(workdir)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        sys.exit(2)
-    from runtime.checkpoint import CheckpointError  # imports orbax: only once validated
-
-    try:
         if fresh:
             start_fresh(workdir)
         rows = train(config, workdir)
-    except SystemExit:
-        raise
-    except ConfigError as e:  # found only at restore time (resuming with another config)
-        print(f"config error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except CheckpointError as e:  # checkpoints exist, none restores
-        print(f"checkpoint: {e}", file=sys.stderr)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BaseException:
-        traceback.print_exc()
-        sys.exit(1)
-    if distributed.is_main_process():  # one console for the run: process 0's
-        print_summary(rows)
-    sys.exit(0)
+        if distributed.is_main_process():  # one console for the run: process 0's
+            print_summary(rows)
+
+    command.run_command(body, TRAIN_ERRORS)
 
 
 def print_summary(rows) -> None:

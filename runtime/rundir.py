@@ -5,7 +5,9 @@ with the means of the per-update scalars since the previous line; a checkpoint w
 multiple of ``checkpoint_every`` is reached or passed (and at the end); a checkpoint before
 exiting on a signal. With each checkpoint it keeps the open log window (``log_state/``), and
 a resume drops metrics lines past the checkpoint, so a resumed run's ``metrics.jsonl`` equals
-an uninterrupted run's except for clock keys.
+an uninterrupted run's except for clock keys. ``train_eval_due`` is the cadence of
+in-training evaluation, which both trainers ask (Anakin inside its compiled step, Sebulba in
+its learner loop).
 
 A resume takes the newest checkpoint that restores: a damaged newer one is reported in one
 line naming its path and moved aside to ``checkpoints/damaged-<step>``; when none restores
@@ -35,6 +37,20 @@ from runtime import distributed, run_files
 from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from runtime.fields import RESUMABLE_CHANGES  # fields a resumed run may change
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
+
+
+def train_eval_due(update, eval_every: int):
+    """Whether in-training evaluation runs after ``update``: every ``eval_every`` updates
+    (0: never).
+
+    Args:
+      update: the update just done, a Python int or a traced ``[]`` int (Anakin).
+      eval_every: the config's ``eval_every`` (a Python int).
+
+    Returns:
+      A bool (False when ``eval_every`` is 0), or a traced ``[]`` bool.
+    """
+    return eval_every > 0 and update % eval_every == 0
 
 
 def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:

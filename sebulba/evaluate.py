@@ -2,81 +2,44 @@
 [--video=PATH] [--max_episode_steps=S]``.
 
 Restores the latest checkpoint of the run in DIR on one device (local device 0) and plays N
-full episodes with the run's host env (``envs.registry.make_host_env``: EnvPool, or a
-jittable env served on a host CPU device), one synchronous pool of N envs, the jitted policy
-on device 0, stepping until each env finished its first episode (only that one counts).
-EnvPool envs are seeded ``runtime.evaluation.host_eval_seed(seed) + i``, outside every
-seed training gives its envs; actions use the keys of ``runtime.evaluation.EvalRoots``.
-Returns are EnvPool's unclipped game scores (Atari trains on clipped rewards), and Atari
-runs also get the human-normalised score.
+full episodes with the run's host env (``sebulba.host_envs.make_host_env``: an EnvPool env,
+or a jittable env served on a host CPU device), one synchronous pool of N envs, the jitted
+policy on device 0, stepping until each env finished its first episode (only that one
+counts; ``sebulba.episodes.play_first_episodes``). The pool is seeded
+``rlcore.seeding.evaluate_host_seed(seed) + i``, outside every seed training gives its
+envs; actions use the keys of ``rlcore.seeding.EvaluateRoots``. Returns are the env's
+unclipped scores (a run may train on clipped rewards), and envs the score normaliser knows
+also get their normalised score.
 
-Frames for ``--video``: EnvPool renders RGB (``render_mode="rgb_array"``: Atari's 210x160
-screen, CartPole's 400x600 drawing); host-served jittable envs draw their observations
-(``runtime.evaluation.obs_frame_fn``).
+Frames for ``--video``: envs that render RGB frames themselves (EnvPool,
+``envs.registry.render_overrides``) give their own; the others' observations are drawn
+(``envs.registry.obs_frame_fn``).
 
-Exit codes: 0 done, 1 runtime failure, 2 bad argument (one ``error:`` line).
+Exit codes (``runtime.command``): 0 done, 1 runtime failure, 2 bad argument (one
+``error:`` line).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 import jax
-import numpy as np
 
+from rlcore.seeding import (
+    EVALUATE_STREAM,
+    HOST_EVAL_SEED_BASE,
+    HOST_EVALUATE_SEED_BASE,
+    EvaluateRoots,
+    evaluate_host_seed,
+)
 from runtime import evaluation as ev
-
-
-def make_policy(apply_fn: Callable, params, action_root, device, greedy: bool):
-    """``(obs [N, ...] numpy, t) -> actions [N]`` numpy, jitted on ``device``; keys
-    ``per_env_keys(action_root, i, t)``."""
-    fn = jax.jit(functools.partial(ev.policy_actions, apply_fn), static_argnames="greedy")
-    params, action_root = jax.device_put((params, action_root), device)
-
-    def policy(obs: np.ndarray, t: int) -> np.ndarray:
-        obs, t = jax.device_put((obs, np.int32(t)), device)
-        return np.asarray(fn(params, obs, action_root, t, greedy=greedy))
-
-    return policy
-
-
-def play_episodes(env, policy: Callable, capture: Callable | None = None
-                  ) -> tuple[ev.EpisodeResults, list]:
-    """The first episode of each env of a HostEnv pool.
-
-    Args:
-      env: a HostEnv of N envs (same-step auto-reset, episode statistics in ``env.stats``).
-      policy: ``(obs [N, ...], t) -> actions [N]``.
-      capture: ``obs [N, ...] -> frame`` of env 0, called on the obs of each of its first
-        episode's actions (None: no frames).
-
-    Returns:
-      ``(EpisodeResults [N], frames)``.
-    """
-    obs = env.reset().obs
-    n = env.num_envs
-    finished = np.zeros(n, bool)
-    returns, lengths = np.zeros(n, np.float64), np.zeros(n, np.int64)
-    frames = [] if capture is None else [capture(obs)]
-    t = 0
-    while not finished.all():
-        ts = env.step(policy(obs, t))
-        obs, t = ts.obs, t + 1
-        ended = (ts.terminated | ts.truncated) & ~finished
-        returns[ended] = env.stats.completed_return[ended]
-        lengths[ended] = env.stats.completed_length[ended]
-        finished |= ended
-        if capture is not None and not finished[0]:
-            frames.append(capture(obs))
-    return ev.EpisodeResults(returns=returns, lengths=lengths), frames
+from sebulba.episodes import make_host_policy, play_first_episodes
+from sebulba.host_envs import make_host_env
 
 
 def rgb_capture(env) -> Callable:
-    """``obs -> env 0's RGB frame`` of an EnvPool pool made with ``render_mode="rgb_array"``.
-
-    ``envs.envpool.EnvPoolEnv.render`` (EnvPool >= 1.2: ``[k, H, W, 3]`` uint8).
-    """
+    """``obs -> env 0's RGB frame`` of a pool made with ``registry.render_overrides``
+    (``envs.envpool.EnvPoolEnv.render``: ``[k, H, W, 3]`` uint8)."""
     return lambda obs: env.render(env_ids=[0])[0]
 
 
@@ -93,32 +56,41 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     run = SebulbaRun(config)
     state, step = ev.restore_latest(args.workdir, run.init_state(), "sebulba")
     library, name = registry.resolve(config.env_id, registry.SEBULBA)
-    overrides = ev.time_limit_overrides(library, args.max_episode_steps)
-    renders = bool(args.video) and library == registry.ENVPOOL
-    if renders:
-        overrides["render_mode"] = "rgb_array"
-    base_seed = ev.host_eval_seed(config.seed)
-    env = registry.make_host_env(config.env_id, args.episodes, seed=base_seed,
-                                 num_threads=config.env_threads, **overrides)
+    overrides = registry.time_limit_overrides(library, args.max_episode_steps)
+    render = registry.render_overrides(config.env_id, registry.SEBULBA) if args.video else {}
+    overrides.update(render)
+    base_seed = evaluate_host_seed(config.seed)
+    env = make_host_env(config.env_id, args.episodes, seed=base_seed,
+                        num_threads=config.env_threads, **overrides)
     try:
         device = jax.local_devices()[0]
-        policy = make_policy(run.network.apply, state.params,
-                             ev.EvalRoots.from_seed(config.seed).action, device, args.greedy)
+        policy = make_host_policy(run.network.apply, device, args.greedy,
+                                  EvaluateRoots.from_seed(config.seed).action)
+        params = jax.device_put(state.params, device)
         capture = None
         if args.video:
-            to_frame = ev.obs_frame_fn(env.spec.obs_shape, env.spec.obs_dtype, name)
-            capture = rgb_capture(env) if renders else (lambda obs: to_frame(obs[0]))
-        results, frames = play_episodes(env, policy, capture)
+            to_frame = registry.obs_frame_fn(config.env_id, registry.SEBULBA, env)
+            capture = rgb_capture(env) if render else (lambda obs: to_frame(obs[0]))
+        episodes = play_first_episodes(env, lambda obs, t: policy(params, obs, t),
+                                       capture=capture)
     finally:
         env.close()
     header = [f"sebulba.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
               f"{step} of {args.workdir}",
               f"eval seeds: env i seeded {base_seed} + i (training's are below "
-              f"{ev.HOST_EVAL_SEED_BASE}, in-training evaluation's below "
-              f"{ev.HOST_EVALUATE_SEED_BASE}), action keys of fold_in(key({config.seed}), "
-              f"{ev.EVAL_STREAM})"]
-    return ev.Evaluation(results=results, frames=frames, header=header)
+              f"{HOST_EVAL_SEED_BASE}, in-training evaluation's below "
+              f"{HOST_EVALUATE_SEED_BASE}), action keys of fold_in(key({config.seed}), "
+              f"{EVALUATE_STREAM})"]
+    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header)
+
+
+def main() -> None:
+    """The command: ``configs/base.py`` fills the fields an older ``config.json`` lacks."""
+    from configs import base
+    from envs.atari_scores import human_normalized_scores
+
+    ev.main(evaluate, defaults=base.get_config, normalize=human_normalized_scores)
 
 
 if __name__ == "__main__":
-    ev.main(evaluate)
+    main()

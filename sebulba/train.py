@@ -24,7 +24,7 @@ from envs import registry
 from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
-from rlcore.seeding import Roots, eval_host_seed, host_env_seed
+from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
 from runtime import distributed, entry, memory
 from runtime.checkpoint import SignalFlag
@@ -44,12 +44,13 @@ from runtime.config import (
 )
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir
+from runtime.rundir import RunDir, train_eval_due
 from runtime.sweep import swept
 from sebulba import learner as sl
 from sebulba import pipeline
 from sebulba.actor import Actor, ActorSpec, make_policy_fn
-from sebulba.eval_pool import EvalPool
+from sebulba.episodes import EvalPool
+from sebulba.host_envs import make_host_env
 from sebulba.layout import make_layout
 
 JOIN_TIMEOUT_S = 30.0
@@ -145,13 +146,13 @@ class SebulbaRun:
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
 
     def make_eval_pool(self) -> EvalPool | None:
-        """The evaluation envs (seeds ``eval_host_seed(seed)``) and greedy policy on the
+        """The evaluation envs (seeds ``train_eval_host_seed(seed)``) and greedy policy on the
         first actor device; None when ``eval_every`` is 0."""
         cfg = self.config
         if not cfg.eval_every:
             return None
-        env = registry.make_host_env(cfg.env_id, cfg.eval_episodes,
-                                     seed=eval_host_seed(cfg.seed), num_threads=cfg.env_threads)
+        env = make_host_env(cfg.env_id, cfg.eval_episodes, seed=train_eval_host_seed(cfg.seed),
+                            num_threads=cfg.env_threads)
         return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
                         cfg.eval_max_steps)
 
@@ -167,8 +168,8 @@ class SebulbaRun:
         base_seed = host_env_seed(cfg.seed, start)
 
         def env_factory(n, first):
-            return registry.make_host_env(cfg.env_id, n, seed=base_seed, first_env_index=first,
-                                          num_threads=cfg.env_threads)
+            return make_host_env(cfg.env_id, n, seed=base_seed, first_env_index=first,
+                                 num_threads=cfg.env_threads)
 
         actors, queues = [], []
         for a, device in enumerate(layout.actor_devices):
@@ -258,7 +259,7 @@ def _evaluate(run, server, evaluator, stop, flag, version: int) -> dict:
     """The eval scalars after update ``version`` when one is due (else none). A signal or
     a failed thread abandons the evaluation: no eval values that time."""
     config = run.config
-    if evaluator is None or version % config.eval_every != 0:
+    if evaluator is None or not train_eval_due(version, config.eval_every):
         return {}
     _, params, _ = server.get(version, run.layout.actor_devices[0], stop,
                               config.queue_timeout_s)

@@ -6,7 +6,9 @@ Rules (README "Where things are"):
 - ``runtime`` (everything around a run) imports only ``rlcore`` and itself;
 - ``envs`` imports only ``rlcore.types`` and ``rlcore.errors`` (and itself);
 - ``configs`` is imported only by configs, the entry points (``anakin/main.py``,
-  ``sebulba/main.py``), benchmarks (which build runs from configs) and tests;
+  ``sebulba/main.py``, and the evaluate commands ``anakin/evaluate.py``,
+  ``sebulba/evaluate.py``, which fill an older run's missing fields from ``configs/base.py``),
+  benchmarks (which build runs from configs) and tests;
 - no module of ``rlcore``, ``runtime``, ``anakin`` or ``sebulba`` writes an env id: env
   names belong to ``envs/`` (and to configs and benchmarks, which choose envs).
 """
@@ -21,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs", "benchmarks", "tests")
-ENTRY_POINTS = ("anakin/main.py", "sebulba/main.py")
+ENTRY_POINTS = ("anakin/main.py", "sebulba/main.py", "anakin/evaluate.py", "sebulba/evaluate.py")
 
 
 def imported_modules(tree: ast.AST):

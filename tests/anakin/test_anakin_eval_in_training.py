@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import pytest
 
-from anakin.rollout import make_eval_fn
+from anakin.episodes import make_train_eval_fn
 from anakin.train import prepare, train
 from configs import cartpole_ppo
 from envs import registry
@@ -71,13 +71,13 @@ def test_eval_fn_counts_first_episodes_only():
     config = cartpole_ppo.get_config()
     state = init_learner_state(net, optimizer_for(hparams_of(config), 10), jax.random.key(0),
                                env.spec)
-    evaluate = jax.jit(make_eval_fn(env, net.apply, max_steps=2000))
+    evaluate = jax.jit(make_train_eval_fn(env, net.apply, max_steps=2000))
     roots = Roots.from_seed(0)
-    out = evaluate(state.params, roots.eval, jax.numpy.arange(5), 3)
+    out = evaluate(state.params, roots.train_eval, jax.numpy.arange(5), 3)
     assert int(out.count) == 5
     assert float(out.return_sum) == float(out.length_sum) < 5 * 500
-    again = evaluate(state.params, roots.eval, jax.numpy.arange(5), 3)
+    again = evaluate(state.params, roots.train_eval, jax.numpy.arange(5), 3)
     assert float(again.return_sum) == float(out.return_sum)  # same keys, same episodes
-    capped = jax.jit(make_eval_fn(env, net.apply, max_steps=3))(
-        state.params, roots.eval, jax.numpy.arange(5), 3)
+    capped = jax.jit(make_train_eval_fn(env, net.apply, max_steps=3))(
+        state.params, roots.train_eval, jax.numpy.arange(5), 3)
     assert int(capped.count) == 0  # no episode ends within 3 steps

@@ -10,14 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from anakin.evaluate import play_episodes
+from anakin.episodes import play_episodes
 from anakin.train import train
 from configs import cartpole_ppo
 from envs import registry
+from envs.render import CARTPOLE_FRAME
 from rlcore.networks import make_network
-from rlcore.seeding import per_env_keys
-from runtime import evaluation as ev
+from rlcore.seeding import EvaluateRoots, per_env_keys
 from runtime.distributed import data_mesh
+from runtime.stats import parse_table
+from runtime.video import read_video
 from tests.helpers import run_entry
 
 SOLVED = 475.0
@@ -39,13 +41,13 @@ def test_greedy_solves_cartpole_and_writes_mp4(cartpole_run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == "", proc.stderr  # no library chatter by default
     assert "10 episodes, greedy" in proc.stdout
-    table = ev.parse_table(proc.stdout)
+    table = parse_table(proc.stdout)
     assert set(table) == {"return", "length"}, proc.stdout
     assert table["return"]["mean"] >= SOLVED, proc.stdout
     assert table["return"]["min"] <= table["return"]["median"] <= table["return"]["max"]
     assert table["length"] == table["return"]  # CartPole: reward 1 a step
-    frames = ev.read_video(str(video))
-    assert len(frames) >= 10 and frames.shape[1:] == ev.CARTPOLE_FRAME + (3,)
+    frames = read_video(str(video))
+    assert len(frames) >= 10 and frames.shape[1:] == CARTPOLE_FRAME + (3,)
 
 
 @pytest.mark.slow
@@ -55,9 +57,9 @@ def test_sampled_episode_as_gif(cartpole_run, tmp_path):
                                          f"--video={video}"])
     assert proc.returncode == 0, proc.stderr
     assert "2 episodes, stochastic" in proc.stdout
-    assert ev.parse_table(proc.stdout)["return"]["mean"] > 100
-    frames = ev.read_video(str(video))
-    assert len(frames) >= 10 and frames.shape[1:] == ev.CARTPOLE_FRAME + (3,)
+    assert parse_table(proc.stdout)["return"]["mean"] > 100
+    frames = read_video(str(video))
+    assert len(frames) >= 10 and frames.shape[1:] == CARTPOLE_FRAME + (3,)
 
 
 def test_play_counts_first_episode_only():
@@ -66,7 +68,7 @@ def test_play_counts_first_episode_only():
     env = registry.make_jax_env("CartPole-v1", max_steps_in_episode=7)
     network = make_network("mlp", env.spec)
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
-    roots = ev.EvalRoots.from_seed(3)
+    roots = EvaluateRoots.from_seed(3)
     results, obs0 = play_episodes(env, network.apply, params, roots, 5, greedy=False)
     np.testing.assert_array_equal(results.lengths, [7] * 5)
     np.testing.assert_array_equal(results.returns, [7.0] * 5)

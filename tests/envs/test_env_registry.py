@@ -11,6 +11,7 @@ from envs.envpool import EnvPoolEnv
 from envs.gymnax import GymnaxEnv
 from envs.jax_host import JaxHostEnv
 from rlcore.errors import ConfigError
+from rlcore.seeding import host_env_root
 
 
 def accepts(mode: str, env_id: str) -> bool:
@@ -145,7 +146,7 @@ def test_make_host_env_delegates_to_envpool():
 ])
 def test_make_host_env_serves_jittable_envs(env_id, overrides, obs_shape, num_actions):
     env = registry.make_host_env(env_id, 3, seed=0, first_env_index=2, num_threads=4,
-                                 **overrides)
+                                 key_root=host_env_root(0), **overrides)
     try:
         assert isinstance(env, JaxHostEnv) and env.num_envs == 3 and env.first_env_index == 2
         assert env.spec == registry.host_env_spec(env_id) == registry.jax_env_spec(env_id)
@@ -159,7 +160,8 @@ def test_make_host_env_serves_jittable_envs(env_id, overrides, obs_shape, num_ac
 
 
 def test_host_overrides_reach_the_jittable_env():
-    env = registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, max_steps_in_episode=3)
+    env = registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, key_root=host_env_root(0),
+                                 max_steps_in_episode=3)
     try:
         env.reset()
         flags = [env.step(np.array([0, 1])).truncated.all() for _ in range(3)]
@@ -167,4 +169,27 @@ def test_host_overrides_reach_the_jittable_env():
     finally:
         env.close()
     with pytest.raises(ConfigError, match="no env params"):
-        registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, max_steps=3)
+        registry.make_host_env("gymnax:CartPole-v1", 2, seed=0, key_root=host_env_root(0),
+                               max_steps=3)
+
+
+def test_time_limit_overrides():
+    assert registry.time_limit_overrides("envpool", 0) == {}
+    assert registry.time_limit_overrides("envpool", 64) == {"max_episode_steps": 64}
+    assert registry.time_limit_overrides("gymnax", 9) == {"max_steps_in_episode": 9}
+
+
+def test_frame_rules_come_from_the_registry():
+    """CartPole's drawing, a board env's grid, and which host envs render themselves."""
+    from envs.render import CARTPOLE_FRAME
+
+    env = registry.make_jax_env("CartPole-v1")
+    frame = registry.obs_frame_fn("CartPole-v1", registry.ANAKIN, env)(np.zeros(4, np.float32))
+    assert frame.shape == CARTPOLE_FRAME + (3,)
+    board = registry.make_jax_env("Catch-own")
+    frame = registry.obs_frame_fn("Catch-own", registry.ANAKIN, board)(np.ones(50, np.float32))
+    assert frame.shape == (320, 160, 3)
+    assert registry.render_overrides("gymnax:CartPole-v1", registry.SEBULBA) == {}
+    if registry.host_env_ids():
+        assert registry.render_overrides("CartPole-v1", registry.SEBULBA) == {
+            "render_mode": "rgb_array"}

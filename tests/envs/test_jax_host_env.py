@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from envs import registry
-from envs.jax_host import HOST_ENV_STREAM, JaxHostEnv
+from envs.jax_host import JaxHostEnv
+from rlcore.seeding import HOST_ENV_STREAM, host_env_root
 
 
 @pytest.fixture
@@ -17,6 +18,7 @@ def make_pool():
 
     def make(env_id, num_envs, **kwargs):
         overrides = kwargs.pop("overrides", {})
+        kwargs["root"] = host_env_root(np.int32(kwargs.pop("seed")))
         pools.append(JaxHostEnv(registry.make_jax_env(env_id, **overrides), num_envs, **kwargs))
         return pools[-1]
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from configs import cartpole_ppo_sebulba
 from envs import registry
-from rlcore.seeding import eval_host_seed, host_env_seed
-from sebulba.eval_pool import play_first_episodes
+from rlcore.seeding import host_env_seed, train_eval_host_seed
+from sebulba.episodes import play_first_episodes
 from sebulba.train import prepare, train
 from tests.helpers import training_part
 
@@ -37,27 +37,30 @@ def test_evaluation_leaves_training_identical():
 
 
 def test_eval_pool_seeds_are_not_training_seeds():
-    assert eval_host_seed(0) > host_env_seed(2**30 - 1, 0) + 10_000
-    assert all(eval_host_seed(s) > host_env_seed(s, u) for s in (0, 7, 2**30 - 1)
+    assert train_eval_host_seed(0) > host_env_seed(2**30 - 1, 0) + 10_000
+    assert all(train_eval_host_seed(s) > host_env_seed(s, u) for s in (0, 7, 2**30 - 1)
                for u in (1, 5, 10**6))
 
 
 def test_play_first_episodes_counts_each_env_once():
-    env = registry.make_host_env("CartPole-v1", 3, seed=eval_host_seed(0))
+    env = registry.make_host_env("CartPole-v1", 3, seed=train_eval_host_seed(0))
     try:
-        out = play_first_episodes(env, lambda obs: np.zeros(len(obs), np.int64), 2000)
+        out = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+                                  max_steps=2000).summary()
         assert out.count == 3 and out.return_sum == out.length_sum < 3 * 100
-        capped = play_first_episodes(env, lambda obs: np.zeros(len(obs), np.int64), 2)
+        capped = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+                                     max_steps=2).summary()
         assert capped.count == 0
     finally:
         env.close()
 
 
 def test_play_first_episodes_stops_when_asked():
-    env = registry.make_host_env("CartPole-v1", 3, seed=eval_host_seed(0))
+    env = registry.make_host_env("CartPole-v1", 3, seed=train_eval_host_seed(0))
     calls = []
     try:
-        out = play_first_episodes(env, lambda obs: np.zeros(len(obs), np.int64), 2000,
+        out = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+                                  max_steps=2000,
                                   should_stop=lambda: calls.append(1) or len(calls) > 4)
         assert out is None and len(calls) == 5  # checked before every step
     finally:

@@ -12,9 +12,13 @@ import pytest
 
 from configs import atari_ppo, cartpole_ppo_sebulba
 from envs import registry
+from envs.atari_scores import human_normalized_scores
+from envs.render import CARTPOLE_FRAME
 from rlcore.networks import make_network
-from runtime import evaluation as ev
-from sebulba.evaluate import make_policy, play_episodes
+from rlcore.seeding import EvaluateRoots, evaluate_host_seed, host_env_root
+from runtime.stats import parse_table
+from runtime.video import read_video
+from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.train import prepare, train
 from tests.helpers import run_entry
 
@@ -35,8 +39,8 @@ def test_cartpole_run_prints_the_table(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == "", proc.stderr
     assert "envpool:CartPole-v1" in proc.stdout and "4 episodes, stochastic" in proc.stdout
-    assert f"seeded {ev.host_eval_seed(0)} + i" in proc.stdout
-    table = ev.parse_table(proc.stdout)
+    assert f"seeded {evaluate_host_seed(0)} + i" in proc.stdout
+    table = parse_table(proc.stdout)
     assert set(table) == {"return", "length"}, proc.stdout
     assert table["return"] == table["length"]  # CartPole: reward 1 a step
     assert 8 <= table["length"]["min"] <= table["length"]["max"] <= 500
@@ -60,12 +64,12 @@ def test_atari_human_normalised_score_and_rgb_video(tmp_path):
     proc = run_entry("sebulba.evaluate", [f"--workdir={workdir}", "--episodes=2",
                                           "--max_episode_steps=40", f"--video={video}"])
     assert proc.returncode == 0, proc.stderr
-    table = ev.parse_table(proc.stdout)
+    table = parse_table(proc.stdout)
     assert set(table) == {"return", "length", "human-normalised"}, proc.stdout
     assert table["length"]["max"] <= 40
-    expected = ev.human_normalized_scores("Breakout-v5", [table["return"]["mean"]])[0]
+    expected = human_normalized_scores("Breakout-v5", [table["return"]["mean"]])[0]
     assert table["human-normalised"]["mean"] == pytest.approx(expected, abs=2e-3)
-    frames = ev.read_video(str(video))
+    frames = read_video(str(video))
     assert len(frames) >= 10 and frames.shape[1:] == (210, 160, 3)  # the ALE screen
     channels = frames.reshape(-1, 3).astype(int)
     assert np.abs(channels[:, 0] - channels[:, 2]).max() > 50  # colour, not gray
@@ -74,20 +78,23 @@ def test_atari_human_normalised_score_and_rgb_video(tmp_path):
 def test_play_counts_first_episode_only():
     """Host-served gymnax CartPole with a 6-step limit: first episodes of 6 steps, one frame
     per action of env 0's."""
-    env = registry.make_host_env("gymnax:CartPole-v1", 3, seed=ev.host_eval_seed(0),
+    env = registry.make_host_env("gymnax:CartPole-v1", 3, seed=evaluate_host_seed(0),
+                                 key_root=host_env_root(evaluate_host_seed(0)),
                                  max_steps_in_episode=6)
     network = make_network("mlp", env.spec)
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
-    policy = make_policy(network.apply, params, ev.EvalRoots.from_seed(0).action,
-                         jax.devices()[0], greedy=True)
-    to_frame = ev.obs_frame_fn(env.spec.obs_shape, env.spec.obs_dtype, "CartPole-v1")
+    policy = make_host_policy(network.apply, jax.devices()[0], True,
+                              EvaluateRoots.from_seed(0).action)
+    to_frame = registry.obs_frame_fn("gymnax:CartPole-v1", registry.SEBULBA, env)
     try:
-        results, frames = play_episodes(env, policy, lambda obs: to_frame(obs[0]))
+        episodes = play_first_episodes(env, lambda obs, t: policy(params, obs, t),
+                                       capture=lambda obs: to_frame(obs[0]))
     finally:
         env.close()
+    results, frames = episodes.results(), episodes.frames
     np.testing.assert_array_equal(results.lengths, [6, 6, 6])
     np.testing.assert_array_equal(results.returns, [6.0, 6.0, 6.0])
-    assert len(frames) == 6 and frames[0].shape == ev.CARTPOLE_FRAME + (3,)
+    assert len(frames) == 6 and frames[0].shape == CARTPOLE_FRAME + (3,)
 
 
 def test_agent_other_than_0_exits_2(tmp_path):

@@ -8,8 +8,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from runtime import atari_scores
-from runtime.atari_scores import REFERENCE, game_name, human_normalized
+from envs import atari_scores
+from envs.atari_scores import REFERENCE, game_name, human_normalized
 
 # The 57 games of the Atari-57 benchmark, in EnvPool's spelling.
 ATARI_57 = (
@@ -45,7 +45,7 @@ def test_known_reference_scores(game, random, human):
 
 
 def test_table_is_package_data():
-    csv_text = resources.files("runtime.data").joinpath("atari_human_random.csv").read_text()
+    csv_text = resources.files("envs.data").joinpath("atari_human_random.csv").read_text()
     assert csv_text.splitlines()[0] == "game,random,human"
     assert len(csv_text.strip().splitlines()) == 58
 

@@ -1,7 +1,7 @@
 """Random-agent and human reference scores of the 57 Atari games; human-normalised scores.
 
 HNS = (score - random) / (human - random): 0 is the uniform-random agent, 1 the human
-tester. The table (``rlcore/data/atari_human_random.csv``, columns ``game,random,human``)
+tester. The table (``envs/data/atari_human_random.csv``, columns ``game,random,human``)
 is the one of the Agent57 paper's appendix ("Table of scores", columns *Average Human* and
 *Random*: Badia et al., "Agent57: Outperforming the Atari Human Benchmark", ICML 2020,
 arXiv 2003.13350). The same numbers are used by MuZero, by rliable ("Deep RL at the Edge
@@ -52,7 +52,7 @@ def _parse_table(text: str) -> dict[str, tuple[float, float]]:
 
 def _load_table() -> dict[str, tuple[float, float]]:
     """Reads the shipped CSV (works from a source tree, an install and a zip alike)."""
-    text = resources.files("runtime.data").joinpath(_CSV).read_text(encoding="utf-8")
+    text = resources.files("envs.data").joinpath(_CSV).read_text(encoding="utf-8")
     return _parse_table(text)
 
 
@@ -105,3 +105,12 @@ def human_normalized(env_id_or_game: str,
     random, human = REFERENCE[game]
     normalised = (np.asarray(score, dtype=np.float64) - random) / (human - random)
     return float(normalised) if np.ndim(normalised) == 0 else normalised
+
+
+def human_normalized_scores(env_id: str, returns) -> np.ndarray | None:
+    """Human-normalised scores ``[N]`` of the returns ``[N]`` of an env; None for an env
+    that is not one of the 57 Atari games (the score normaliser the evaluate commands
+    pass to ``runtime.evaluation``)."""
+    if game_name(env_id) is None:
+        return None
+    return np.asarray(human_normalized(env_id, np.asarray(returns, np.float64)))

@@ -1,0 +1,173 @@
+"""The episode player of jittable envs: the first episode of each env of a vmapped batch.
+
+One player, two drivers. ``start_first_episodes`` and ``step_first_episodes`` keep the
+bookkeeping (which env finished its first episode, with what return and length; finished
+envs keep stepping, uncounted) once; in-training evaluation (``make_train_eval_fn``) runs
+them in a ``lax.while_loop`` inside the compiled train step, the evaluate command
+(``play_episodes``) in jitted chunks of ``CHUNK`` steps driven from the host, which also
+hands back the observations env 0 acted on (for ``--video``). The player lives in anakin/
+because it is jittable env machinery (``JaxEnv``, ``vmap``, ``lax`` loops) as Anakin runs
+it; Sebulba's host envs have theirs in ``sebulba.episodes``.
+
+Keys (``rlcore.seeding``): in-training evaluation after update ``u`` resets env ``i`` from
+``per_env_keys(roots.train_eval, i, u)`` folded with 0 and steps it with that key folded
+with ``t + 1``; the evaluate command uses the ``EvaluateRoots`` rule (reset
+``per_env_keys(reset, i)``, step ``t``: ``per_env_keys(env, i, t)`` and actions from
+``per_env_keys(action, i, t)``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from envs.base import JaxEnv, JaxEnvState
+from rlcore.policy import greedy_actions, policy_actions
+from rlcore.seeding import EvaluateRoots, per_env_keys
+from rlcore.types import EpisodeSummary
+from runtime.stats import EpisodeResults
+
+CHUNK = 128  # env steps per jitted call of the evaluate command
+
+
+@struct.dataclass
+class FirstEpisodes:
+    """A batch of envs playing their first episodes (leaves ``[N]`` unless noted).
+
+    Attributes:
+      state: JaxEnvState ``[N, ...]``.
+      obs: ``[N, *obs_shape]`` the obs the next action is taken on.
+      t: ``[]`` int32 steps taken.
+      finished: bool, the env's first episode ended.
+      ret: float32 return of the first episode (where finished).
+      length: int32 length of the first episode (where finished).
+    """
+
+    state: JaxEnvState
+    obs: jax.Array
+    t: jax.Array
+    finished: jax.Array
+    ret: jax.Array
+    length: jax.Array
+
+
+def start_first_episodes(env: JaxEnv, reset_keys: jax.Array) -> FirstEpisodes:
+    """Resets ``N`` envs with ``reset_keys [N]``; nothing finished yet."""
+    state, ts = jax.vmap(env.reset)(reset_keys)
+    n = reset_keys.shape[0]
+    return FirstEpisodes(state=state, obs=ts.obs, t=jnp.int32(0), finished=jnp.zeros(n, bool),
+                         ret=jnp.zeros(n, jnp.float32), length=jnp.zeros(n, jnp.int32))
+
+
+def step_first_episodes(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
+                        env_keys: jax.Array) -> FirstEpisodes:
+    """One step of every env (auto-reset) with ``action [N]`` and ``env_keys [N]``; an env
+    whose first episode ends here records its return and length."""
+    state, ts = jax.vmap(env.step)(c.state, action, env_keys)
+    ended = (ts.terminated | ts.truncated) & ~c.finished
+    return FirstEpisodes(
+        state=state, obs=ts.obs, t=c.t + 1, finished=c.finished | ended,
+        ret=jnp.where(ended, state.stats.completed_return, c.ret),
+        length=jnp.where(ended, state.stats.completed_length, c.length))
+
+
+# ----------------------------------------------------------------------------- in training
+
+
+def varying(tree, axis_name: str):
+    """``tree`` with every leaf typed as varying over ``axis_name`` (inside shard_map)."""
+    def cast(x):
+        if axis_name in jax.typeof(x).manual_axis_type.varying:
+            return x
+        return jax.lax.pcast(x, axis_name, to="varying")
+
+    return jax.tree.map(cast, tree)
+
+
+def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
+                       axis_name: str | None = None):
+    """Builds ``evaluate(params, root, env_ids, update) -> EpisodeSummary``: greedy
+    (argmax) episodes, the first one of each env ``env_ids [B]``.
+
+    The envs are reset from ``per_env_keys(root, env_ids, update)`` folded with 0, and step
+    ``t`` draws with that key folded with ``t + 1`` (``root``: ``Roots.train_eval``, a stream
+    that training never uses). The loop ends when every env finished an episode, or after
+    ``max_steps`` steps (unfinished envs do not count). Returns this device's sums. Under
+    ``shard_map`` pass the mesh ``axis_name`` the envs are spread over.
+    """
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+
+    def evaluate(params, root, env_ids, update) -> EpisodeSummary:
+        keys = per_env_keys(root, env_ids, update)
+        init = start_first_episodes(env, fold(keys, 0))
+        if axis_name is not None:  # the loop's carry must vary over the axis as its outputs do
+            init = init.replace(t=None)
+            init = varying(init, axis_name).replace(t=jnp.int32(0))
+
+        def running(c: FirstEpisodes):
+            return (c.t < max_steps) & ~jnp.all(c.finished)
+
+        def step(c: FirstEpisodes) -> FirstEpisodes:
+            logits, _ = apply_fn(params, c.obs)
+            return step_first_episodes(env, c, greedy_actions(logits), fold(keys, c.t + 1))
+
+        c = jax.lax.while_loop(running, step, init)
+        return EpisodeSummary(
+            return_sum=jnp.sum(jnp.where(c.finished, c.ret, 0.0)),
+            length_sum=jnp.sum(jnp.where(c.finished, c.length.astype(jnp.float32), 0.0)),
+            count=jnp.sum(c.finished.astype(jnp.int32)))
+
+    return evaluate
+
+
+# ----------------------------------------------------------------------------- evaluate command
+
+
+def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = CHUNK):
+    """Builds jitted ``play(params, roots, carry) -> (carry, obs0 [chunk, *obs_shape])``:
+    ``chunk`` steps of every env with the ``EvaluateRoots`` keys, and the observation env 0
+    acted on at each step."""
+
+    def one_step(params, roots: EvaluateRoots, c: FirstEpisodes, _):
+        ids = jnp.arange(c.finished.shape[0], dtype=jnp.int32)
+        action = policy_actions(apply_fn, params, c.obs, roots.action, c.t, greedy)
+        return step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t)), c.obs[0]
+
+    def play(params, roots, carry: FirstEpisodes):
+        return jax.lax.scan(lambda c, x: one_step(params, roots, c, x), carry, length=chunk)
+
+    return jax.jit(play)
+
+
+def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
+                  num_episodes: int, greedy: bool) -> tuple[EpisodeResults, np.ndarray]:
+    """The first episode of each of ``num_episodes`` envs (the evaluate command).
+
+    Args:
+      env: a JaxEnv (one env; vmapped here).
+      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      params: network parameters (one agent).
+      roots: EvaluateRoots of the agent's seed.
+      num_episodes: N.
+      greedy: argmax actions instead of samples.
+
+    Returns:
+      ``(EpisodeResults [N], obs0 [L, *obs_shape])``: env 0's observations of its first
+      episode, one per action (L = its length).
+    """
+    play = make_play_chunk(env, apply_fn, greedy)
+    ids = jnp.arange(num_episodes, dtype=jnp.int32)
+    carry = start_first_episodes(env, per_env_keys(roots.reset, ids))
+    obs0 = []
+    while True:
+        carry, chunk_obs = play(params, roots, carry)
+        obs0.append(np.asarray(chunk_obs))
+        if bool(jnp.all(carry.finished)):
+            break
+    results = EpisodeResults(returns=np.asarray(carry.ret, np.float64),
+                             lengths=np.asarray(carry.length, np.int64))
+    return results, np.concatenate(obs0)[: int(results.lengths[0])]

@@ -1,5 +1,0 @@
-"""Data files shipped with rlcore (read with ``importlib.resources``, never imported).
-
-- ``atari_human_random.csv``: random-agent and human reference scores of the 57 Atari
-  games, columns ``game,random,human`` (source and loader: ``runtime.atari_scores``).
-"""

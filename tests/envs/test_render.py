@@ -1,0 +1,57 @@
+"""envs.render: observation frames (sizes, the CartPole drawing, plane colours)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs import render
+
+
+def test_scale_nearest_reaches_min_side():
+    image = np.arange(10 * 5 * 3, dtype=np.uint8).reshape(10, 5, 3)
+    big = render.scale_nearest(image)
+    assert big.shape == (320, 160, 3)  # factor 32: the short side (5) to >= 160
+    np.testing.assert_array_equal(big[::32, ::32], image)
+    assert render.scale_nearest(np.zeros((200, 300, 3), np.uint8)).shape == (200, 300, 3)
+
+
+def test_cartpole_frame_follows_the_state():
+    upright = render.cartpole_frame(np.asarray([0.0, 0.0, 0.0, 0.0]))
+    right = render.cartpole_frame(np.asarray([1.0, 0.0, 0.0, 0.0]))
+    leaning = render.cartpole_frame(np.asarray([0.0, 0.0, 0.5, 0.0]))
+    assert upright.shape == render.CARTPOLE_FRAME + (3,) and upright.dtype == np.uint8
+
+    def dark_columns(frame):  # the cart (dark gray), left and right edge
+        cols = np.flatnonzero(np.all(frame == (40, 40, 40), axis=-1).any(axis=0))
+        return cols.min(), cols.max()
+
+    assert dark_columns(right)[0] > dark_columns(upright)[0]
+    top = lambda f: np.flatnonzero(np.all(f == (204, 153, 102), axis=-1).any(axis=1)).min()
+    assert top(leaning) > top(upright)  # a leaning pole's tip is lower
+
+
+@pytest.mark.parametrize("shape, dtype, kwargs, expected", [
+    ((4,), "float32", dict(name="CartPole-v1"), (240, 360, 3)),
+    ((10, 10, 4), "float32", {}, (160, 160, 3)),       # MinAtar planes
+    ((4, 84, 84), "uint8", {}, (168, 168, 3)),         # EnvPool frame stack
+    ((50,), "float32", dict(grid=(10, 5)), (320, 160, 3)),  # Catch board
+    ((6,), "float32", dict(name="Acrobot-v1"), (160, 160, 3)),  # bars
+    ((9,), "float32", {}, (160, 216, 3)),               # bars, 24 px each
+])
+def test_obs_frame_fn_sizes(shape, dtype, kwargs, expected):
+    rng = np.random.default_rng(0)
+    obs = (rng.integers(0, 256, shape).astype(np.uint8) if dtype == "uint8"
+           else rng.random(shape).astype(np.float32))
+    frame = render.obs_frame_fn(shape, dtype, **kwargs)(obs)
+    assert frame.shape == expected and frame.dtype == np.uint8
+    assert frame.min() < frame.max()  # not a blank image
+
+
+def test_planes_frame_colours():
+    obs = np.zeros((2, 2, 3), np.float32)
+    obs[0, 0, 0] = obs[1, 1, 2] = 1.0
+    frame = render.planes_frame(obs)
+    np.testing.assert_array_equal(frame[0, 0], render.PLANE_COLOURS[0])
+    np.testing.assert_array_equal(frame[1, 1], render.PLANE_COLOURS[2])
+    np.testing.assert_array_equal(frame[0, 1], (0, 0, 0))
