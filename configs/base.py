@@ -27,7 +27,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.rmsprop_eps = 0.01           # outside the square root (torch)
     c.max_grad_norm = 0.5           # global-norm gradient clip; 0 disables
     c.num_epochs = 4               # passes over each rollout
-    c.num_minibatches = 4           # split the env axis; time stays whole
+    c.num_minibatches = 4           # minibatches per epoch
+    c.minibatch = "auto"            # auto (the algorithm's: PPO samples, IMPALA sequences) |
+    #                                 samples (single (step, env) samples) | sequences (whole envs)
     c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled
     # Losses.
     c.gamma = 0.99                 # discount

@@ -40,6 +40,8 @@ class HParams:
       norm_adv: PPO per-minibatch advantage normalisation (static).
       num_epochs: passes over each rollout (static).
       num_minibatches: minibatches per epoch (static).
+      minibatch: ``"auto"`` (the algorithm's own kind), ``"samples"`` or ``"sequences"``
+        (static; ``rlcore.algorithms.base.minibatch_kind``).
       update_unroll: scan unroll of the gradient steps, 0 = fully unrolled (static).
     """
 
@@ -63,6 +65,7 @@ class HParams:
     norm_adv: bool = struct.field(pytree_node=False)
     num_epochs: int = struct.field(pytree_node=False)
     num_minibatches: int = struct.field(pytree_node=False)
+    minibatch: str = struct.field(pytree_node=False)
     update_unroll: int = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":

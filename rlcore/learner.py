@@ -1,15 +1,19 @@
 """The one update loop shared by every mode and algorithm.
 
 ``make_update_fn`` returns ``update(state, trajectory, key) -> (state, metrics)``: epochs x
-minibatches of gradient steps in one ``lax.scan``. Minibatches split the env axis and keep
-time whole. With ``axis_name`` the env axis is split over devices of that mesh axis and the
-result does not depend on how many devices hold it:
+minibatches of gradient steps in one ``lax.scan``. An algorithm declares the minibatches it
+needs (``minibatch_kinds``): whole sequences (IMPALA: V-trace runs along time) or single
+(step, env) samples (feed-forward PPO, as CleanRL, PureJaxRL and Cleanba shuffle). With
+``axis_name`` the env axis is split over devices of that mesh axis and the result does not
+depend on how many devices hold it:
 
 - minibatch membership is stratified: the global env axis is cut into blocks of
   ``num_minibatches`` envs; every (epoch, block) permutes its block with a key folded from
-  (update key, epoch, global block index); minibatch ``m`` takes the ``m``-th env of every
-  permuted block. A device holding whole blocks computes its share locally, and the union
-  over devices is the same minibatch for any device count that divides the blocks;
+  (update key, epoch, global block index): its envs for sequences (minibatch ``m`` takes
+  the ``m``-th env of every permuted block), its ``T * num_minibatches`` samples for
+  samples (minibatch ``m`` takes the ``m``-th run of ``T``). A device holding whole blocks
+  computes its share locally, and the union over devices is the same minibatch for any
+  device count that divides the blocks;
 - advantage statistics and gradients are means over the whole minibatch across devices.
 """
 
@@ -22,6 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from rlcore.algorithms import Algorithm, make_algorithm
+from rlcore.algorithms.base import SAMPLES, SEQUENCES, minibatch_kind
 from rlcore.hparams import HParams
 from rlcore.types import LearnerState, Trajectory
 
@@ -63,6 +68,50 @@ def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_nam
     return per_epoch.reshape((num_epochs * num_minibatches, blocks)).astype(jnp.int32)
 
 
+def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, num_epochs,
+                             axis_name=None):
+    """(step, env) indices of every minibatch of every epoch, for minibatches of single
+    samples (device-count free, like ``minibatch_indices``).
+
+    The global env axis is cut into blocks of ``num_minibatches`` envs, as for whole
+    sequences; every (epoch, global block) permutes the block's ``num_steps *
+    num_minibatches`` samples with a key folded from (update key, epoch, global block), and
+    minibatch ``m`` takes the ``m``-th run of ``num_steps`` samples of every permuted block.
+    So each minibatch mixes steps and envs (as CleanRL's, PureJaxRL's and Cleanba's flat
+    shuffles do) and keeps the size and the device split of a minibatch of sequences.
+
+    Args:
+      key: the update's PRNG key, identical on every device.
+      num_steps: rollout length T.
+      num_local_envs: envs this device holds, a multiple of ``num_minibatches``.
+      num_minibatches: minibatches per epoch.
+      num_epochs: epochs.
+      axis_name: device axis holding consecutive slices of the env axis, or None.
+
+    Returns:
+      ``(steps, envs)``, int32 ``[num_epochs * num_minibatches, T, num_local_envs //
+      num_minibatches]`` each: sample ``[k, i, j]`` of minibatch ``k`` is step
+      ``steps[k, i, j]`` of local env ``envs[k, i, j]``.
+    """
+    m, t = num_minibatches, num_steps
+    blocks = num_local_envs // m
+    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
+    block_ids = first_block + jnp.arange(blocks)
+
+    def epoch_indices(epoch):
+        epoch_key = jax.random.fold_in(key, epoch)
+        perms = jax.vmap(
+            lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), t * m)
+        )(block_ids).reshape((blocks, m, t))  # sample p of a block: step p // m, env p % m
+        steps = perms // m
+        envs = perms % m + (jnp.arange(blocks) * m)[:, None, None]
+        return steps.transpose((1, 2, 0)), envs.transpose((1, 2, 0))  # [M, T, blocks]
+
+    steps, envs = jax.vmap(epoch_indices)(jnp.arange(num_epochs))  # [E, M, T, blocks]
+    shape = (num_epochs * m, t, blocks)
+    return steps.reshape(shape).astype(jnp.int32), envs.reshape(shape).astype(jnp.int32)
+
+
 def scan_unroll(update_unroll: int) -> int | bool:
     """``lax.scan`` unroll of the gradient-step loop from the config field ``update_unroll``
     (0: fully unrolled)."""
@@ -101,6 +150,7 @@ def make_update_fn(
     *,
     num_epochs: int,
     num_minibatches: int,
+    minibatch: str = SEQUENCES,
     axis_name: str | None = None,
     unroll: int | bool = 1,
 ):
@@ -112,6 +162,9 @@ def make_update_fn(
       optimizer: optax transformation (see ``rlcore.optim``).
       num_epochs: passes over the rollout.
       num_minibatches: minibatches per pass, splitting the env axis.
+      minibatch: ``"sequences"`` (whole sequences of envs, ``take_envs``) or ``"samples"``
+        (single (step, env) samples, ``take_samples``); one of the algorithm's
+        ``minibatch_kinds``.
       axis_name: mesh axis the env axis is sharded over (inside ``shard_map``), or None.
       unroll: ``lax.scan`` unroll of the gradient-step loop. XLA on CPU runs a conv-net
         step inside a rolled loop 10x slower than unrolled; MLPs do not care.
@@ -124,11 +177,18 @@ def make_update_fn(
 
     def update(state: LearnerState, trajectory: Trajectory, key):
         data = algorithm.prepare(state.params, apply_fn, trajectory)
-        num_local_envs = trajectory.action.shape[1]
-        idx = minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_name)
+        num_steps, num_local_envs = trajectory.action.shape
+        if minibatch == SAMPLES:
+            idx = sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches,
+                                           num_epochs, axis_name)
+            take = lambda mb_idx: data.take_samples(*mb_idx)
+        else:
+            idx = minibatch_indices(key, num_local_envs, num_minibatches, num_epochs,
+                                    axis_name)
+            take = data.take_envs
 
         def step(carry, mb_idx):
-            return gradient_step(carry, data.take_envs(mb_idx))
+            return gradient_step(carry, take(mb_idx))
 
         (params, opt_state), metrics = jax.lax.scan(
             step, (state.params, state.opt_state), idx, unroll=unroll
@@ -142,8 +202,10 @@ def make_update_fn(
 
 def make_update_fn_for(hp: HParams, apply_fn: Callable,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None):
-    """``make_update_fn`` with the algorithm, epochs, minibatches and unroll of ``hp``."""
+    """``make_update_fn`` with the algorithm, epochs, minibatches (their kind: ``hp.minibatch``,
+    ``"auto"`` for the algorithm's own) and unroll of ``hp``."""
+    algorithm = make_algorithm(hp)
     return make_update_fn(
-        make_algorithm(hp), apply_fn, optimizer, num_epochs=hp.num_epochs,
-        num_minibatches=hp.num_minibatches, axis_name=axis_name,
-        unroll=scan_unroll(hp.update_unroll))
+        algorithm, apply_fn, optimizer, num_epochs=hp.num_epochs,
+        num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch),
+        axis_name=axis_name, unroll=scan_unroll(hp.update_unroll))

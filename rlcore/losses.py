@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlcore import returns
-from rlcore.types import Trajectory, take_envs
+from rlcore.types import Trajectory, take_envs, take_samples
 
 
 @struct.dataclass
@@ -38,6 +38,11 @@ class PPOBatch:
     def take_envs(self, idx) -> "PPOBatch":
         """The envs ``idx [b]``: leaves ``[T, b, ...]``."""
         return take_envs(self, idx)
+
+    def take_samples(self, steps, envs) -> "PPOBatch":
+        """Single samples: step ``steps[i, j]`` of env ``envs[i, j]`` (both ``[T, b]``) at
+        ``[i, j]`` of every leaf (``[T, b, ...]``; the first axis is then no longer time)."""
+        return take_samples(self, steps, envs)
 
 
 # On-policy data (Anakin, the first minibatch of an update) has importance weights of exactly

@@ -21,6 +21,12 @@ def take_envs(tree, idx):
     return jax.tree.map(lambda x: jnp.take(x, idx, axis=1), tree)
 
 
+def take_samples(tree, steps, envs):
+    """Gathers ``x[steps, envs]`` (index arrays of one shape ``S``) from every time-major leaf
+    ``[T, B, ...]``: leaves ``[*S, ...]``."""
+    return jax.tree.map(lambda x: x[steps, envs], tree)
+
+
 @struct.dataclass
 class EnvSpec:
     """Static description of an environment's interface.

@@ -21,6 +21,7 @@ from typing import Callable
 import ml_collections
 
 from rlcore.algorithms import REGISTRY as ALGORITHMS
+from rlcore.algorithms.base import AUTO
 from rlcore.errors import ConfigError
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import OPTIMIZERS
@@ -46,7 +47,7 @@ class Derived:
       num_updates: learner updates in the run (``total_env_steps // steps_per_update``).
       steps_per_update: env steps per update over all envs (``num_envs * num_steps``).
       envs_per_shard: envs each learner device holds.
-      optimizer_steps: gradient steps in the run (for learning-rate annealing).
+      optimizer_steps: gradient steps in the run.
     """
 
     num_updates: int
@@ -288,6 +289,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     choice(config, "algorithm", ALGORITHMS)
     choice(config, "network", NETWORKS)
     choice(config, "optimizer", OPTIMIZERS)
+    kinds = (AUTO, *ALGORITHMS[config.algorithm].minibatch_kinds)
+    require(config.minibatch in kinds, "minibatch",
+            f"must be one of {', '.join(kinds)} for {config.algorithm}, got "
+            f"{shown(config.minibatch)}")
     positive_int(config, "total_env_steps", hi=MAX_INT64)
     for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every"):
         positive_int(config, field)

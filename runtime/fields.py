@@ -64,6 +64,7 @@ rmsprop_decay               number  yes        -          -
 rmsprop_eps                 number  yes        -          -
 num_epochs                  int     -          -          -
 num_minibatches             int     -          -          -
+minibatch                   str     -          -          -
 update_unroll               int     -          -          -
 gamma                       number  yes        -          -
 gae_lambda                  number  yes        -          -

@@ -9,6 +9,22 @@ from rlcore.hparams import HParams
 from rlcore.losses import LossMetrics
 from rlcore.types import Trajectory
 
+# Minibatch kinds: whole sequences of envs (time kept whole) or single (step, env) samples.
+SAMPLES, SEQUENCES = "samples", "sequences"
+AUTO = "auto"  # the config's choice for "the algorithm's own (its first kind)"
+
+
+def minibatch_kind(algorithm: type, choice: str) -> str:
+    """The kind an update of ``algorithm`` uses for the config's ``minibatch`` ``choice``:
+    ``"auto"`` is the algorithm's first ``minibatch_kinds``; any other must be one of them."""
+    kinds = algorithm.minibatch_kinds
+    if choice == AUTO:
+        return kinds[0]
+    if choice not in kinds:
+        raise ValueError(f"minibatch: {algorithm.__name__} needs one of {', '.join(kinds)}, "
+                         f"got {choice!r}")
+    return choice
+
 
 class FromHParams:
     """Mixin for a frozen dataclass whose fields are ``HParams`` fields of the same name."""
@@ -39,6 +55,9 @@ class Algorithm(Protocol):
 
     # Bytes per env step that ``prepare`` adds to the trajectory's fields.
     prepared_step_bytes: int
+    # The minibatches its loss accepts, its own choice first: ``SAMPLES`` (``prepare``'s
+    # record has ``take_samples``) and/or ``SEQUENCES`` (``take_envs``).
+    minibatch_kinds: tuple[str, ...]
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -58,10 +77,12 @@ class Algorithm(Protocol):
           trajectory: Trajectory ``[T, B_local, ...]``.
 
         Returns:
-          A record of ``[T, B_local, ...]`` leaves with ``take_envs(idx [b])``.
+          A record of ``[T, B_local, ...]`` leaves with ``take_envs(idx [b])`` and, for
+          ``SAMPLES``, ``take_samples(steps [T, b], envs [T, b])``.
         """
 
     def loss(self, params, apply_fn: Callable, batch: Any,
              axis_name: str | None) -> tuple[Any, LossMetrics]:
-        """``(loss, LossMetrics)`` of a minibatch ``batch`` (a ``take_envs`` of ``prepare``'s
-        output); statistics across ``axis_name`` devices where the math needs them."""
+        """``(loss, LossMetrics)`` of a minibatch ``batch`` (a ``take_envs`` or
+        ``take_samples`` of ``prepare``'s output: leaves ``[T, b, ...]``); statistics across
+        ``axis_name`` devices where the math needs them."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlcore import losses
-from rlcore.algorithms.base import FromHParams, ValuePass
+from rlcore.algorithms.base import SEQUENCES, FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 
@@ -33,6 +33,7 @@ class Impala(FromHParams):
     clip_pg_rho: float
 
     prepared_step_bytes = 0  # the loss reads the Trajectory itself
+    minibatch_kinds = (SEQUENCES,)  # V-trace runs backwards along each whole sequence
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:

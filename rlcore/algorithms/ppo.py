@@ -15,7 +15,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from rlcore import losses, returns
-from rlcore.algorithms.base import FromHParams, ValuePass
+from rlcore.algorithms.base import SAMPLES, SEQUENCES, FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
@@ -58,6 +58,10 @@ class PPO(FromHParams):
 
     # old value, advantages and targets: float32 each
     prepared_step_bytes = 12
+    # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
+    # epochs): minibatches of single (step, env) samples by default, whole sequences on
+    # request (``minibatch="sequences"``, the layout before issue 17).
+    minibatch_kinds = (SAMPLES, SEQUENCES)
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:

@@ -22,6 +22,7 @@ from jax.sharding import PartitionSpec as P
 
 from rlcore import learner, optim
 from rlcore.algorithms import PPO, Impala
+from rlcore.algorithms.base import SAMPLES, SEQUENCES
 from rlcore.networks import MLPActorCritic
 from rlcore.types import LearnerState, Trajectory
 
@@ -55,16 +56,21 @@ OPTIMIZER_CONSTANTS = dict(anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.99, rm
 
 
 def run(algorithm, mesh):
+    """``algorithm``: ``ppo`` (minibatches of samples, its own kind), ``ppo_sequences`` (of
+    whole sequences) or ``impala`` (sequences)."""
     net = MLPActorCritic(num_actions=A, hidden=(8,))
     params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
-    if algorithm == "ppo":
-        opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5, total_steps=100,
+    if algorithm.startswith("ppo"):
+        opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5,
+                                   total_steps=100,
                                    **OPTIMIZER_CONSTANTS)
         hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
                  vf_coef=0.5, ent_coef=0.01)
-        kw = dict(num_epochs=2, num_minibatches=2)
+        kind = SEQUENCES if algorithm == "ppo_sequences" else SAMPLES
+        kw = dict(num_epochs=2, num_minibatches=2, minibatch=kind)
     else:
-        opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5, total_steps=100,
+        opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5,
+                                   total_steps=100,
                                    **OPTIMIZER_CONSTANTS)
         hp = Impala(gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
                     clip_pg_rho=1.0)
@@ -73,7 +79,7 @@ def run(algorithm, mesh):
     runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
     sharded = learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, **kw)
     # The default check_vma=True only for PPO: both algorithms share the gradient step.
-    variants = (("four", True), ("four_novma", False)) if algorithm == "ppo" else (
+    variants = (("four", True), ("four_novma", False)) if algorithm.startswith("ppo") else (
         ("four_novma", False),)
     for run_name, check_vma in variants:
         runs[run_name] = jax.jit(
@@ -118,14 +124,36 @@ def minibatch_memberships(num_devices, num_envs=16, num_minibatches=2, num_epoch
     return np.asarray(g(key))
 
 
+def sample_memberships(num_devices, num_steps=T, num_envs=16, num_minibatches=2,
+                       num_epochs=3):
+    """Global sample ids (``step * num_envs + global env``) of every minibatch,
+    ``[E * M, T * num_envs // M]``."""
+    key = jax.random.key(3)
+    local = num_envs // num_devices
+
+    def f(k):
+        steps, envs = learner.sample_minibatch_indices(
+            k, num_steps, local, num_minibatches, num_epochs,
+            AXIS if num_devices > 1 else None)
+        first = jax.lax.axis_index(AXIS) * local if num_devices > 1 else 0
+        return (steps * num_envs + envs + first).reshape((steps.shape[0], -1))
+
+    if num_devices == 1:
+        return np.asarray(f(key))
+    mesh = Mesh(np.array(jax.devices()[:num_devices]), (AXIS,))
+    g = jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P(), out_specs=P(None, AXIS)))
+    return np.asarray(g(key))
+
+
 def main(path):
     assert jax.device_count() == 4, jax.devices()
     mesh = Mesh(np.array(jax.devices()), (AXIS,))
     out = {}
-    for algorithm in ("ppo", "impala"):
+    for algorithm in ("ppo", "ppo_sequences", "impala"):
         out.update(run(algorithm, mesh))
     for n in (1, 2, 4):
         out[f"mb/{n}dev"] = minibatch_memberships(n)
+        out[f"samples/{n}dev"] = sample_memberships(n)
     np.savez(path, **out)
 
 

@@ -42,10 +42,11 @@ def _assert_runs_match(results, algorithm, run):
                                    err_msg=key, **TOL)
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "impala"])
+@pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])
 def test_four_devices_match_one_device(multidevice, algorithm):
-    """3 updates (PPO: 2 epochs x 2 minibatches, B = 16, T = 5) sharded over 4 devices with
-    ``jax.shard_map(..., check_vma=False)`` give the params and metrics of one device."""
+    """3 updates (PPO: 2 epochs x 2 minibatches of samples, or of whole sequences, B = 16,
+    T = 5) sharded over 4 devices with ``jax.shard_map(..., check_vma=False)`` give the
+    params and metrics of one device."""
     _assert_runs_match(multidevice, algorithm, "four_novma")
 
 
@@ -66,6 +67,38 @@ def test_minibatch_membership_independent_of_device_count(multidevice, num_devic
     for idx in (one, many):
         for epoch in idx.reshape(3, 2 * 8):
             assert sorted(epoch.tolist()) == list(range(16))  # every env once per epoch
+
+
+@pytest.mark.parametrize("num_devices", [2, 4])
+def test_sample_membership_independent_of_device_count(multidevice, num_devices):
+    """Minibatches of single samples: the same sets of (step, env) on 1, 2 and 4 devices;
+    every sample once per epoch; each minibatch mixes steps and envs."""
+    one = multidevice["samples/1dev"]
+    many = multidevice[f"samples/{num_devices}dev"]
+    t, b, m = 5, 16, 2
+    assert one.shape == many.shape == (3 * m, t * b // m)
+    for row_one, row_many in zip(one, many, strict=True):
+        assert set(row_one.tolist()) == set(row_many.tolist())
+    for idx in (one, many):
+        for epoch in idx.reshape(3, m * t * b // m):
+            assert sorted(epoch.tolist()) == list(range(t * b))  # every sample once
+    for row in one:
+        steps, envs = row // b, row % b
+        assert len(set(steps.tolist())) > 1 and len(set(envs.tolist())) > 1
+    assert not np.array_equal(one[0], one[m])  # epochs reshuffle
+
+
+def test_sample_minibatches_mix_the_steps_of_every_env_of_a_block():
+    """With one block (B = M = 4, as the 4-env CartPole config), a minibatch draws from all
+    four envs and from many steps, not one env's whole trajectory."""
+    steps, envs = map(np.asarray, learner.sample_minibatch_indices(
+        jax.random.key(0), 128, 4, 4, 2))
+    assert steps.shape == envs.shape == (8, 128, 1) and steps.dtype == np.int32
+    for k in range(8):
+        assert set(envs[k, :, 0].tolist()) == {0, 1, 2, 3}
+        assert len(set(steps[k, :, 0].tolist())) > 64
+    epoch = sorted((steps[:4] * 4 + envs[:4]).ravel().tolist())
+    assert epoch == list(range(512))
 
 
 def test_minibatch_indices_one_device():
