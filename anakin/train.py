@@ -91,7 +91,7 @@ class AnakinRun:
         self.hparams = hparams_of(config, sweep.variants(config)[0])
         self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.optimizer = optimizer_for(self.hparams, self.derived.optimizer_steps)
+        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
@@ -121,7 +121,7 @@ class AnakinRun:
             return self.update
         hp = self.hparams.override(swept)
         return make_update_fn_for(hp, self.network.apply,
-                                  optimizer_for(hp, self.derived.optimizer_steps), AXIS)
+                                  optimizer_for(hp, self.derived.num_updates), AXIS)
 
     def _env_ids(self, n=None):
         """Global indices of this device's ``n`` envs ``[n]`` (default: its training envs)

@@ -1,4 +1,8 @@
-"""Optimizer factories: Adam with global-norm clipping and linear annealing; torch RMSProp."""
+"""Optimizer factories: Adam with global-norm clipping and linear annealing; torch RMSProp.
+
+The learning rate anneals once per update, as CleanRL and PureJaxRL step it: every
+gradient step of update ``u`` (of ``num_updates``) uses ``lr * (1 - u / num_updates)``.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,18 @@ import optax
 from rlcore.hparams import HParams
 
 
-def linear_schedule(learning_rate: float, total_steps: int, anneal: bool):
-    """Learning rate decaying linearly to 0 over ``total_steps`` optimizer steps, or constant."""
+def linear_schedule(learning_rate: float, num_updates: int, steps_per_update: int,
+                    anneal: bool):
+    """Learning rate decaying linearly to 0 over ``num_updates`` updates, constant within an
+    update of ``steps_per_update`` optimizer steps; or constant.
+
+    Optimizer step ``k`` (counting from 0) is in update ``u = k // steps_per_update`` and uses
+    ``learning_rate * max(0, 1 - u / num_updates)``.
+    """
     if not anneal:
         return optax.constant_schedule(learning_rate)
-    return optax.linear_schedule(learning_rate, 0.0, max(int(total_steps), 1))
+    per_update = optax.linear_schedule(learning_rate, 0.0, max(int(num_updates), 1))
+    return lambda count: per_update(count // steps_per_update)
 
 
 def torch_rmsprop(learning_rate, decay, eps):
@@ -40,7 +51,8 @@ def make_optimizer(
     learning_rate: float,
     *,
     max_grad_norm: float,
-    total_steps: int,
+    num_updates: int,
+    steps_per_update: int,
     anneal_lr: bool,
     adam_eps: float,
     rmsprop_decay: float,
@@ -52,8 +64,10 @@ def make_optimizer(
       name: a key of ``OPTIMIZERS``.
       learning_rate: initial learning rate.
       max_grad_norm: global-norm clip (``<= 0`` disables clipping).
-      total_steps: optimizer steps over the whole run (for annealing).
-      anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
+      num_updates: updates of the whole run (for annealing).
+      steps_per_update: optimizer steps per update (epochs x minibatches).
+      anneal_lr: decay the learning rate linearly to 0 over ``num_updates``, once per
+        update.
       adam_eps, rmsprop_decay, rmsprop_eps: optimizer constants.
 
     Returns:
@@ -61,7 +75,7 @@ def make_optimizer(
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer: unknown '{name}' (expected one of {', '.join(OPTIMIZERS)})")
-    schedule = linear_schedule(learning_rate, total_steps, anneal_lr)
+    schedule = linear_schedule(learning_rate, num_updates, steps_per_update, anneal_lr)
     opt = OPTIMIZERS[name](schedule, adam_eps=adam_eps, rmsprop_decay=rmsprop_decay,
                            rmsprop_eps=rmsprop_eps)
     if isinstance(max_grad_norm, (int, float)) and max_grad_norm <= 0:
@@ -70,10 +84,11 @@ def make_optimizer(
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
-def optimizer_for(hp: HParams, total_steps: int) -> optax.GradientTransformation:
-    """The optimizer of ``hp`` over ``total_steps`` gradient steps (for annealing)."""
+def optimizer_for(hp: HParams, num_updates: int) -> optax.GradientTransformation:
+    """The optimizer of ``hp`` over a run of ``num_updates`` updates (for annealing)."""
     return make_optimizer(
         hp.optimizer, hp.learning_rate, max_grad_norm=hp.max_grad_norm,
-        total_steps=total_steps, anneal_lr=hp.anneal_lr, adam_eps=hp.adam_eps,
+        num_updates=num_updates, steps_per_update=hp.num_epochs * hp.num_minibatches,
+        anneal_lr=hp.anneal_lr, adam_eps=hp.adam_eps,
         rmsprop_decay=hp.rmsprop_decay, rmsprop_eps=hp.rmsprop_eps,
     )

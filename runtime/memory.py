@@ -144,7 +144,8 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> Ne
     """
     net = make_network(network, spec)
     # Only the state's shapes are used: the constants do not change them.
-    opt = make_optimizer(optimizer, 1e-3, max_grad_norm=1.0 if clip else 0.0, total_steps=1,
+    opt = make_optimizer(optimizer, 1e-3, max_grad_norm=1.0 if clip else 0.0, num_updates=1,
+                         steps_per_update=1,
                          anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.99, rmsprop_eps=0.01)
     state = jax.eval_shape(
         functools.partial(init_learner_state, net, opt, spec=spec), jax.random.key(0))

@@ -139,7 +139,7 @@ class SebulbaRun:
         self.spec = registry.host_env_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
         self.hparams = hparams_of(config)
-        self.optimizer = optimizer_for(self.hparams, self.derived.optimizer_steps)
+        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots)

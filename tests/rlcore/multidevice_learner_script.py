@@ -62,7 +62,7 @@ def run(algorithm, mesh):
     params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
     if algorithm.startswith("ppo"):
         opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5,
-                                   total_steps=100,
+                                   num_updates=50, steps_per_update=2,
                                    **OPTIMIZER_CONSTANTS)
         hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
                  vf_coef=0.5, ent_coef=0.01)
@@ -70,7 +70,7 @@ def run(algorithm, mesh):
         kw = dict(num_epochs=2, num_minibatches=2, minibatch=kind)
     else:
         opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5,
-                                   total_steps=100,
+                                   num_updates=50, steps_per_update=2,
                                    **OPTIMIZER_CONSTANTS)
         hp = Impala(gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
                     clip_pg_rho=1.0)

@@ -54,17 +54,19 @@ def test_torch_rmsprop_first_step_by_hand():
     np.testing.assert_allclose(got["w"], -0.95238095, **TOL)
 
 
-def test_make_optimizer_rmsprop_anneals_linearly_to_zero():
-    """With ``anneal_lr`` step k (counting from 0) uses ``lr (1 - k / total_steps)``; the step
-    at ``k = total_steps`` does not move the params."""
-    total = 4
-    opt = optim.make_optimizer("rmsprop", 0.02, max_grad_norm=0.0, total_steps=total,
-                               anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.9,
-                               rmsprop_eps=0.01)
+def test_make_optimizer_rmsprop_anneals_linearly_to_zero_once_per_update():
+    """With ``anneal_lr`` every step of update u (counting from 0, ``steps_per_update``
+    steps each) uses ``lr (1 - u / num_updates)``; the steps after the last update do not
+    move the params."""
+    updates, per_update = 2, 2
+    total = updates * per_update
+    opt = optim.make_optimizer("rmsprop", 0.02, max_grad_norm=0.0, num_updates=updates,
+                               steps_per_update=per_update, anneal_lr=True, adam_eps=1e-5,
+                               rmsprop_decay=0.9, rmsprop_eps=0.01)
     params = {"a": np.ones((3, 2), np.float32), "b": np.zeros((4,), np.float32)}
     grads_seq = [_grads(s) for s in range(total + 1)]
-    lrs = [0.02 * (1 - k / total) for k in range(total + 1)]
-    assert lrs[-1] == 0.0
+    lrs = [0.02 * (1 - (k // per_update) / updates) for k in range(total + 1)]
+    assert lrs == [0.02, 0.02, 0.01, 0.01, 0.0]
     state = opt.init(params)
     p = params
     for k, g in enumerate(grads_seq):
@@ -78,16 +80,18 @@ def test_make_optimizer_rmsprop_anneals_linearly_to_zero():
 
 
 def test_linear_schedule():
-    sched = optim.linear_schedule(0.5, 100, anneal=True)
-    np.testing.assert_allclose([sched(0), sched(50), sched(100), sched(150)],
-                               [0.5, 0.25, 0.0, 0.0], atol=1e-7)
-    const = optim.linear_schedule(0.5, 100, anneal=False)
+    """100 updates of 4 steps: constant within an update, linear over updates, then 0."""
+    sched = optim.linear_schedule(0.5, 100, 4, anneal=True)
+    np.testing.assert_allclose(
+        [sched(0), sched(3), sched(4), sched(200), sched(203), sched(400), sched(600)],
+        [0.5, 0.5, 0.495, 0.25, 0.25, 0.0, 0.0], atol=1e-7)
+    const = optim.linear_schedule(0.5, 100, 4, anneal=False)
     np.testing.assert_allclose([const(0), const(100), const(10**6)], [0.5] * 3)
 
 
 def test_make_optimizer_adam_first_step():
     """Adam's bias-corrected first step: ``-lr g / (|g| + eps)`` (eps = 1e-5)."""
-    opt = optim.make_optimizer("adam", 0.1, max_grad_norm=0.0, total_steps=10,
+    opt = optim.make_optimizer("adam", 0.1, max_grad_norm=0.0, num_updates=10, steps_per_update=1,
                                anneal_lr=False, adam_eps=1e-5, rmsprop_decay=0.99,
                                rmsprop_eps=0.01)
     g = _grads(0)
@@ -104,7 +108,8 @@ def test_make_optimizer_clips_by_global_norm(max_norm):
     global_norm = np.sqrt(sum(np.sum(np.square(v)) for v in g.values()))
     assert global_norm > 0.5  # the small threshold clips, the large one does not
     scale = min(1.0, max_norm / global_norm)
-    opt = optim.make_optimizer("rmsprop", 0.1, max_grad_norm=max_norm, total_steps=10,
+    opt = optim.make_optimizer("rmsprop", 0.1, max_grad_norm=max_norm,
+                               num_updates=10, steps_per_update=1,
                                anneal_lr=False, adam_eps=1e-5, rmsprop_decay=0.9,
                                rmsprop_eps=0.01)
     params = {k: np.zeros_like(v) for k, v in g.items()}
@@ -117,5 +122,6 @@ def test_make_optimizer_clips_by_global_norm(max_norm):
 
 def test_make_optimizer_unknown_name():
     with pytest.raises(ValueError, match="optimizer"):
-        optim.make_optimizer("sgd", 0.1, max_grad_norm=0.5, total_steps=10, anneal_lr=True,
+        optim.make_optimizer("sgd", 0.1, max_grad_norm=0.5,
+                             num_updates=10, steps_per_update=1, anneal_lr=True,
                              adam_eps=1e-5, rmsprop_decay=0.99, rmsprop_eps=0.01)
