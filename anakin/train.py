@@ -27,7 +27,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
-from runtime import distributed, entry, sweep
+from runtime import distributed, entry, memory, sweep
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
     MAX_SEED,
@@ -88,7 +88,9 @@ class AnakinRun:
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
-        self.hparams = hparams_of(config, sweep.variants(config)[0])
+        self.hparams = hparams_of(config, sweep.variants(config)[0]).replace(
+            update_unroll=memory.update_unroll(config, self.env.spec, MODE, self.num_devices,
+                                               distributed.device_counts().processes))
         self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)

@@ -97,8 +97,8 @@ PIPELINE_SIZES = (("num_envs", 24), ("num_steps", 32), ("learning_rate", 1e-3))
 PIPELINE_BUDGET = 24 * 32 * 20
 SPLITS = {"1+1": ((0,), (1,)), "1+3": ((0,), (1, 2, 3)), "2+2": ((0, 1), (2, 3))}
 DEVICES_BUDGET = 24 * 32 * 30
-# The Atari configs' own update_unroll (fully unrolled: XLA on CPU runs a conv-net step in a
-# rolled loop 10x slower), so the SPS is the learner's real speed.
+# The Atari configs' own update_unroll (auto: fully unrolled at these sizes, as XLA on CPU
+# runs a conv-net step in a rolled loop 10x slower), so the SPS is the learner's real speed.
 ATARI_SIZES = (("num_envs", 8), ("num_actor_threads", 2), ("num_steps", 32),
                ("num_minibatches", 2))
 ATARI_BUDGET = 8 * 32 * 6

@@ -17,5 +17,6 @@ def get_config():
     c.total_env_steps = 50_000_000  # 200M frames at frame skip 4
     c.num_actor_threads = 2         # per actor device, each with its own EnvPool
     c.num_envs = 128                # 64 per actor thread with 1 actor device
-    c.update_unroll = 0             # unroll the conv-net gradient steps (10x faster on CPU)
+    c.update_unroll = -1            # auto: unrolled as far as memory allows (a conv-net step
+    #                                 in a rolled loop is ~10x slower on CPU)
     return c

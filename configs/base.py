@@ -30,7 +30,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.num_minibatches = 4           # minibatches per epoch
     c.minibatch = "auto"            # auto (the algorithm's: PPO samples, IMPALA sequences) |
     #                                 samples (single (step, env) samples) | sequences (whole envs)
-    c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled
+    c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled;
+    #                                 -1 = auto: fully unrolled on GPU/TPU, on CPU as far as
+    #                                 the host's RAM holds (runtime.memory.update_unroll)
     # Losses.
     c.gamma = 0.99                 # discount
     c.gae_lambda = 0.95             # PPO

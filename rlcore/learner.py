@@ -114,7 +114,10 @@ def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, nu
 
 def scan_unroll(update_unroll: int) -> int | bool:
     """``lax.scan`` unroll of the gradient-step loop from the config field ``update_unroll``
-    (0: fully unrolled)."""
+    (0: fully unrolled; an automatic -1 must be resolved before, by the runtime, which knows
+    the device and its memory)."""
+    if update_unroll < 0:
+        raise ValueError(f"update_unroll: {update_unroll} must be resolved to >= 0 first")
     return True if update_unroll == 0 else update_unroll
 
 

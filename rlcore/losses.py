@@ -57,7 +57,8 @@ class LossMetrics:
     """Scalars a loss reports (means over the minibatch).
 
     Attributes:
-      total: the loss that is differentiated.
+      total: the loss that is differentiated (PPO: a mean; IMPALA: a sum over the
+        minibatch, see ``impala_loss``).
       policy: policy-gradient term.
       value: value (baseline) term before its coefficient.
       entropy: mean policy entropy.
@@ -189,11 +190,19 @@ def impala_loss(
     lambda_=1.0,
     clip_rho=1.0,
     clip_pg_rho=1.0,
+    axis_name=None,
 ):
     """IMPALA actor-critic loss with V-trace targets (Espeholt et al. 2018, arXiv 1802.01561).
 
-    ``L = -mean(stop_grad(pg_adv) * log pi(a|x)) + vf_coef * 0.5 * mean((stop_grad(vs) - V)^2)
-    - ent_coef * mean(H)``. Truncations cut the trace (see ``returns.step_inputs``).
+    ``L = -sum(stop_grad(pg_adv) * log pi(a|x)) + vf_coef * 0.5 * sum((stop_grad(vs) - V)^2)
+    - ent_coef * sum(H)``, the sums over the minibatch's steps and envs (over all
+    ``axis_name`` devices' envs: each device returns its mean times the global count ``N = T
+    * b * devices``, so the mean of the devices' gradients is the gradient of the global
+    sum, whatever the device count). The scale is the IMPALA authors', TorchBeast's and
+    Cleanba's (they sum over time and batch), for which their RMSProp eps 0.01 and gradient
+    clip 40 were tuned: published hyperparameters mean here what they mean there. (Cleanba
+    sums per learner device and averages the devices' gradients; with one learner device
+    the two agree.) Truncations cut the trace (see ``returns.step_inputs``).
 
     Args:
       params: network parameters.
@@ -205,9 +214,11 @@ def impala_loss(
       lambda_: V-trace lambda.
       clip_rho: importance-weight clip in the targets.
       clip_pg_rho: importance-weight clip in the policy gradient.
+      axis_name: device axis the minibatch's envs are split over, or None.
 
     Returns:
-      ``(loss, LossMetrics)``, means over this device's ``T * b`` elements.
+      ``(loss, LossMetrics)``: the summed loss (also ``LossMetrics.total``); the other
+      metrics are means over this device's ``T * b`` elements.
     """
     chex.assert_rank([trajectory.action, trajectory.reward], 2)
     chex.assert_equal_shape([trajectory.action, trajectory.reward, trajectory.terminated])
@@ -241,8 +252,11 @@ def impala_loss(
     )
     policy = -jnp.mean(jax.lax.stop_gradient(vt.pg_advantages) * log_pa)
     value_loss = 0.5 * jnp.mean(jnp.square(jax.lax.stop_gradient(vt.targets) - value_tm1))
-    return LossMetrics.combine(
+    mean_total, metrics = LossMetrics.combine(
         policy, value_loss, jnp.mean(entropy), vf_coef=vf_coef, ent_coef=ent_coef,
         approx_kl=jnp.mean(jnp.expm1(log_rhos) - log_rhos),
         clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho) + CLIP_TOL).astype(jnp.float32)),
     )
+    devices = jax.lax.psum(1, axis_name) if axis_name is not None else 1
+    total = mean_total * (t * b * devices)  # the sum over the global minibatch
+    return total, metrics.replace(total=total)

@@ -37,6 +37,8 @@ MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
+# ``update_unroll`` -1: chosen from the device and its memory (``runtime.memory.update_unroll``).
+AUTO_UNROLL = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,7 +319,7 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(config.eval_episodes <= MAX_EVAL_ENVS, "eval_episodes",
             f"must be at most {MAX_EVAL_ENVS} (host eval seeds stay int32)")
     positive_int(config, "eval_max_steps")
-    int_in(config, "update_unroll", 0, ">= 0 (0: fully unrolled)")
+    int_in(config, "update_unroll", AUTO_UNROLL, ">= -1 (-1: auto, 0: fully unrolled)")
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")

@@ -60,7 +60,7 @@ from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
-from runtime.config import DeviceCounts, HostMemory, ModeChecks
+from runtime.config import AUTO_UNROLL, DeviceCounts, HostMemory, ModeChecks
 
 GIB = 2**30
 # A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the
@@ -163,19 +163,46 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> Ne
                         largest_per_sample=max(per_leaf + [obs_bytes(spec) * 4]))
 
 
-def live_steps(config, platform: str) -> int:
-    """Gradient steps whose buffers XLA keeps live at once. On CPU XLA gives every step of
-    an unrolled loop iteration buffers of its own (measured: ``update_unroll`` k holds k
-    steps, fully unrolled all ``num_epochs * num_minibatches``; benchmarks/memory_check.py);
-    elsewhere one step is assumed (not measured)."""
+def live_steps(config, platform: str, unroll: int | None = None) -> int:
+    """Gradient steps whose buffers XLA keeps live at once with ``unroll`` (default the
+    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then). On CPU XLA gives
+    every step of an unrolled loop iteration buffers of its own (measured: ``update_unroll``
+    k holds k steps, fully unrolled all ``num_epochs * num_minibatches``;
+    benchmarks/memory_check.py); elsewhere one step is assumed (not measured)."""
+    unroll = config.update_unroll if unroll is None else unroll
     steps = config.num_epochs * config.num_minibatches
     if platform != "cpu":
         return 1
-    return steps if config.update_unroll == 0 else min(config.update_unroll, steps)
+    return steps if unroll == 0 else min(unroll, steps)
+
+
+def update_unroll(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
+                  num_processes: int = 1, platform: str | None = None) -> int:
+    """The ``update_unroll`` a run uses: the config's, or for ``AUTO_UNROLL`` (-1):
+
+    - on GPU/TPU 0 (fully unrolled; one step's buffers live is assumed there);
+    - on CPU, where every unrolled step keeps its buffers but a conv-net step in a rolled
+      loop runs about 10x slower: 0 if the fully unrolled update fits ``HEADROOM`` of the
+      host's *total* RAM over the devices the run uses, else the largest k that fits, else
+      1 (which ``check`` may then refuse). Total, not available, RAM: the choice, and with it
+      the compiled program, is the same every time the run starts on this machine.
+    """
+    if config.update_unroll != AUTO_UNROLL:
+        return config.update_unroll
+    platform = jax.local_devices()[0].platform if platform is None else platform
+    if platform != "cpu":
+        return 0
+    capacity = host_total_bytes() // max(mode.devices_used(config, num_shards, num_processes), 1)
+    steps = config.num_epochs * config.num_minibatches
+    for k in (0, *range(steps - 1, 1, -1)):
+        est = estimate(config, spec, mode, num_shards, num_processes, platform, unroll=k)
+        if est.total <= HEADROOM * capacity:
+            return k
+    return 1
 
 
 def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_processes: int = 1,
-             platform: str | None = None) -> MemoryEstimate:
+             platform: str | None = None, unroll: int | None = None) -> MemoryEstimate:
     """The memory a run of ``config`` needs (bytes; formulas in the module docstring).
 
     Args:
@@ -187,8 +214,11 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
       num_processes: processes of the run (the host part is per process).
       platform: the learner devices' platform (``cpu``, ``gpu``, ``tpu``); default the
         first local device's.
+      unroll: the gradient-step unroll; default ``update_unroll(...)`` of the config.
     """
     platform = jax.local_devices()[0].platform if platform is None else platform
+    if unroll is None:
+        unroll = update_unroll(config, spec, mode, num_shards, num_processes, platform)
     algorithm = ALGORITHMS[config.algorithm]
     agents = mode.num_agents(config)
     sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0)
@@ -198,7 +228,7 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     samples = t * b // config.num_minibatches
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
-    minibatch = (agents * live_steps(config, platform) * samples
+    minibatch = (agents * live_steps(config, platform, unroll) * samples
                  * int(o + BACKWARD_FACTOR * sizes.residual_per_sample))
     value = algorithm.value_pass(t, b, mode.rollout_values)
     value_pass = agents * (value.copied_obs * o
@@ -215,6 +245,19 @@ def rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
     """One rollout of ``n`` envs as actors ship it: ``(t + 1) * n`` obs and ``t * n`` steps of
     the other fields (no values)."""
     return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False)
+
+
+def host_total_bytes() -> int:
+    """The host's total RAM: ``MemTotal`` of /proc/meminfo where there is one, else
+    ``SC_PHYS_PAGES * SC_PAGE_SIZE``."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def host_available_bytes() -> int:
@@ -280,11 +323,12 @@ def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     ``HEADROOM`` of the device's capacity or, where the mode keeps rollouts on the host, of
     the host's available RAM."""
     platform = jax.local_devices()[0].platform
-    est = estimate(config, spec, mode, num_shards, num_processes, platform)
+    unroll = update_unroll(config, spec, mode, num_shards, num_processes, platform)
+    est = estimate(config, spec, mode, num_shards, num_processes, platform, unroll)
     capacity, device = device_capacity(mode.devices_used(config, num_shards, num_processes))
     if est.total > HEADROOM * capacity:
         raise ConfigError(device_message(est, capacity, device, mode.num_agents(config),
-                                         live_steps(config, platform)))
+                                         live_steps(config, platform, unroll)))
     if mode.host_memory is not None:
         available = host_available_bytes()
         if est.host > HEADROOM * available:

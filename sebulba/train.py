@@ -135,10 +135,12 @@ class SebulbaRun:
     def __init__(self, config):
         self.config = config
         self.layout = make_layout(config)
-        self.derived = derive(config, self.layout.learner_mesh.devices.size)
+        shards = self.layout.learner_mesh.devices.size
+        self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
-        self.hparams = hparams_of(config)
+        self.hparams = hparams_of(config).replace(update_unroll=memory.update_unroll(
+            config, self.spec, MODE, shards, distributed.device_counts().processes))
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(

@@ -47,10 +47,9 @@ class Impala(FromHParams):
         return trajectory
 
     def loss(self, params, apply_fn, batch: Trajectory, axis_name):
-        """``losses.impala_loss``; every term is per sequence, so ``axis_name`` is unused."""
-        del axis_name
+        """``losses.impala_loss``, summed over the global minibatch (``axis_name`` devices)."""
         return losses.impala_loss(
             params, apply_fn, batch, discount=self.gamma, vf_coef=self.vf_coef,
             ent_coef=self.ent_coef, lambda_=self.vtrace_lambda, clip_rho=self.clip_rho,
-            clip_pg_rho=self.clip_pg_rho,
+            clip_pg_rho=self.clip_pg_rho, axis_name=axis_name,
         )

@@ -83,7 +83,7 @@ BAD = [
     _row("anakin", "ent_coef", -0.01, "must be >= 0.0"),
     _row("anakin", "adam_eps", -1e-8, "must be >= 0.0"),
     _row("anakin", "rmsprop_decay", 1.01, "must be <= 1.0"),
-    _row("anakin", "update_unroll", -1, "must be an integer >= 0"),
+    _row("anakin", "update_unroll", -2, "must be an integer >= -1"),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
     _row("anakin", "network", "nature_cnn", "nature_cnn needs uint8 [C, H, W] frames; "

@@ -51,7 +51,7 @@ def test_agents_multiply_the_anakin_estimate():
 
 def test_oversized_atari_refused_by_prepare_quickly():
     c = atari_ppo.get_config()
-    c.num_envs, c.num_steps = 65536, 128
+    c.num_envs, c.num_steps, c.update_unroll = 65536, 128, 0
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"^num_envs: the run needs about [\d.]+ GiB per "
                        r"device \(rollout obs .*\) but \w+:\d+ has [\d.]+ GiB .*lower "
@@ -63,7 +63,8 @@ def test_oversized_atari_refused_by_prepare_quickly():
 
 
 def test_live_steps_of_unrolled_loops():
-    c = atari_ppo.get_config()  # 4 epochs x 4 minibatches, fully unrolled
+    c = atari_ppo.get_config()  # 4 epochs x 4 minibatches
+    c.update_unroll = 0  # fully unrolled
     assert memory.live_steps(c, "cpu") == 16
     assert memory.live_steps(c, "gpu") == 1
     c.update_unroll = 2
@@ -74,6 +75,35 @@ def test_live_steps_of_unrolled_loops():
     c.num_epochs, c.num_minibatches, c.update_unroll = 4, 4, 0
     one = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="gpu").minibatch
     assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="cpu").minibatch == 16 * one
+
+
+def test_auto_unroll_is_the_most_that_fits(monkeypatch):
+    """``update_unroll=-1``: fully unrolled on GPU/TPU; on CPU fully unrolled when the host's
+    total RAM holds it, else the largest unroll whose estimate fits, else 1; an explicit
+    value is kept."""
+    c = minatar_breakout_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 4, 4  # 16 steps
+    mode, spec = anakin_train.MODE, MINATAR
+    c.update_unroll = 3
+    assert memory.update_unroll(c, spec, mode, 1, platform="cpu") == 3
+    c.update_unroll = -1
+    assert memory.update_unroll(c, spec, mode, 1, platform="gpu") == 0
+    est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", unroll=k).total
+           for k in range(17)}
+    assert est[0] == est[16] > est[5] > est[1]
+    for room, want in ((est[0], 0), (est[5] + 1, 5), (est[1], 1), (est[1] // 2, 1)):
+        monkeypatch.setattr(memory, "host_total_bytes", lambda room=room: room / memory.HEADROOM)
+        assert memory.update_unroll(c, spec, mode, 1, platform="cpu") == want, room
+    assert memory.estimate(c, spec, mode, 1, platform="cpu").total == est[1]  # the auto one
+
+
+def test_auto_unroll_in_the_atari_configs():
+    """The Atari configs unroll automatically; the learner never sees -1."""
+    from rlcore.learner import scan_unroll
+
+    assert atari_ppo.get_config().update_unroll == -1
+    with pytest.raises(ValueError, match="update_unroll"):
+        scan_unroll(-1)
 
 
 def test_oversized_anakin_agents_name_num_seeds():
