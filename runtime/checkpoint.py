@@ -25,6 +25,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from runtime import run_files
+from runtime.command import EXIT_SIGINT, EXIT_SIGTERM
 
 REASON_CHARS = 200
 
@@ -192,7 +193,7 @@ class SignalFlag:
     thread can install handlers; elsewhere it is a no-op.
     """
 
-    CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+    CODES = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 
     def __init__(self):
         self.exit_code: int | None = None

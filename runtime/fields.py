@@ -117,7 +117,6 @@ def _parse(table: str) -> tuple[Field, ...]:
 
 
 FIELDS = _parse(_TABLE)
-ROWS = {f.name: f for f in FIELDS}
 
 # Views of the table, in its order.
 BOOL_FIELDS = tuple(f.name for f in FIELDS if f.kind == BOOL)

@@ -21,7 +21,7 @@ def even_frame(frame: np.ndarray) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _quiet_fork():
+def quiet_fork():
     """imageio-ffmpeg starts ffmpeg with fork + exec; JAX warns about every fork, but the
     child runs no Python before its exec, so that warning is silenced here."""
     with warnings.catch_warnings():
@@ -46,20 +46,8 @@ def write_video(path: str, frames: Sequence[np.ndarray], fps: int = VIDEO_FPS) -
         return
     if ext != ".mp4":
         raise ValueError(f"write_video: unsupported extension {ext!r}")
-    with _quiet_fork():
+    with quiet_fork():
         with iio2.get_writer(path, format="FFMPEG", mode="I", fps=fps,
                              macro_block_size=2) as writer:
             for frame in frames:
                 writer.append_data(frame)
-
-
-def read_video(path: str) -> np.ndarray:
-    """Decodes an mp4 or gif (e.g. one ``write_video`` wrote): uint8 ``[N, H, W, 3]``."""
-    import imageio.v2 as iio2
-    import imageio.v3 as iio3
-
-    if os.path.splitext(path)[1].lower() == ".gif":
-        return np.asarray(iio3.imread(path, index=None))[..., :3]
-    with _quiet_fork():
-        with iio2.get_reader(path, format="FFMPEG") as reader:
-            return np.stack([frame for frame in reader.iter_data()])

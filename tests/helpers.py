@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
+
+from runtime.video import quiet_fork
+
 # The metrics.jsonl contract: every key that depends on the clock has one of these in its
 # name; every other value is reproducible.
 CLOCK_WORDS = ("time", "sps", "wall")
@@ -117,3 +121,15 @@ def sebulba_batches(config, updates: int) -> dict:
 
     train(config, None, on_batch=on_batch)
     return seen
+
+
+def read_video(path: str) -> np.ndarray:
+    """Decodes an mp4 or gif (e.g. one ``write_video`` wrote): uint8 ``[N, H, W, 3]``."""
+    import imageio.v2 as iio2
+    import imageio.v3 as iio3
+
+    if os.path.splitext(path)[1].lower() == ".gif":
+        return np.asarray(iio3.imread(path, index=None))[..., :3]
+    with quiet_fork():
+        with iio2.get_reader(path, format="FFMPEG") as reader:
+            return np.stack([frame for frame in reader.iter_data()])

@@ -19,8 +19,7 @@ from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
 from runtime.distributed import data_mesh
 from runtime.stats import parse_table
-from runtime.video import read_video
-from tests.helpers import run_entry
+from tests.helpers import read_video, run_entry
 
 SOLVED = 475.0
 

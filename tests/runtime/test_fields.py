@@ -10,6 +10,8 @@ from configs import base
 from rlcore.hparams import SCALARS, HParams
 from runtime import fields
 
+ROWS = {f.name: f for f in fields.FIELDS}
+
 
 def base_fields(config, prefix=""):
     """``{dotted name: default}`` of ``config``: every field, the fields of sub-configs too,
@@ -34,8 +36,8 @@ KIND_CHECKS = {
 
 def test_every_field_of_base_has_a_row_and_every_row_a_field():
     defaults = base_fields(base.get_config())
-    assert sorted(defaults) == sorted(fields.ROWS)
-    assert len(fields.ROWS) == len(fields.FIELDS)  # no row twice
+    assert sorted(defaults) == sorted(ROWS)
+    assert len(ROWS) == len(fields.FIELDS)  # no row twice
 
 
 @pytest.mark.parametrize("row", fields.FIELDS, ids=lambda r: r.name)
@@ -50,7 +52,7 @@ def test_views():
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update")
     # The sweepable fields are exactly the scalars of the learner's record, in its order.
     assert fields.SWEEPABLE == SCALARS
-    assert all(fields.ROWS[k].kind == fields.NUMBER for k in fields.SWEEPABLE)
+    assert all(ROWS[k].kind == fields.NUMBER for k in fields.SWEEPABLE)
     assert "debug" in fields.RESUMABLE_CHANGES and "sweep" not in fields.RESUMABLE_CHANGES
     assert not any("." in k for k in fields.RESUMABLE_CHANGES)
     assert fields.ONE_DEVICE == {
@@ -64,7 +66,7 @@ def test_hparams_of_reads_every_record_field_from_the_config():
     config.gamma, config.num_epochs = 0.9, 3
     hp = fields.hparams_of(config, {"learning_rate": 1e-3})
     for f in dataclasses.fields(HParams):
-        assert f.name in fields.ROWS
+        assert f.name in ROWS
         want = 1e-3 if f.name == "learning_rate" else config[f.name]
         assert getattr(hp, f.name) == want and type(getattr(hp, f.name)) is type(want)
 

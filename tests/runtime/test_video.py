@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.video import read_video, write_video
+from runtime.video import write_video
+from tests.helpers import read_video
 
 
 @pytest.mark.parametrize("ext", [".mp4", ".gif"])

@@ -17,10 +17,9 @@ from envs.render import CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, evaluate_host_seed, host_env_root
 from runtime.stats import parse_table
-from runtime.video import read_video
 from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.train import prepare, train
-from tests.helpers import run_entry
+from tests.helpers import read_video, run_entry
 
 
 def _train(config, workdir):
