@@ -33,6 +33,7 @@ import time
 
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
+from envs import registry
 from runtime.cli import OneLineParser
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -214,9 +215,11 @@ def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
         line_fields = ("arch", "algorithm")
         files += [
             report.plot_returns(png("return_vs_env_steps"), records, "env", line_fields, 0,
-                                "Anakin vs Sebulba: return against env steps"),
+                                "Anakin vs Sebulba: return against env steps",
+                                registry.return_range),
             report.plot_returns(png("return_vs_wall_clock"), records, "env", line_fields, 1,
-                                "Anakin vs Sebulba: return against wall-clock"),
+                                "Anakin vs Sebulba: return against wall-clock",
+                                registry.return_range),
             report.plot_sps(png("sps"), records, ARCH_SPS_FIELDS,
                             "Steady-state SPS per agent (this machine)"),
             report.plot_stages(png("sebulba_stage_times"), sebulba, ("env", "algorithm"),
@@ -230,7 +233,7 @@ def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
             report.plot_returns(png("return_vs_env_steps"), records, "pipeline",
                                 ("jitter_ms", "threads"), 0,
                                 "Sebulba pipelines under actor jitter: return against env "
-                                "steps"),
+                                "steps", registry.return_range),
             report.plot_sps(png("sps"), records, fields, "Sebulba SPS per pipeline, jitter "
                             "and actor threads"),
             report.plot_stages(png("sebulba_stage_times"), records, fields,

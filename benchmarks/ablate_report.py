@@ -314,26 +314,45 @@ def _label(key: tuple, fields: Sequence[str]) -> str:
     return ", ".join(LABELS.get(f, "{}").format(v) for f, v in zip(fields, key))
 
 
-def _band(curves: list[list[tuple[float, float]]], grid: np.ndarray):
-    """Mean and 95% Student-t band over seeds of curves interpolated on ``grid``."""
+def band(curves: list[list[tuple[float, float]]], grid: np.ndarray,
+         lowest: float | None = None, highest: float | None = None):
+    """Mean and 95% Student-t band over seeds of curves interpolated on ``grid``, the band
+    clipped to ``[lowest, highest]`` (None: no bound); returns ``(mean, lo, hi, clipped)``,
+    ``clipped`` whether the bound cut the band anywhere."""
     ys = np.array([np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves])
     stats = np.array([mean_ci(ys[:, i]) for i in range(grid.size)])
-    return stats[:, 0], stats[:, 1], stats[:, 2]
+    mean, lo, hi = stats[:, 0], stats[:, 1], stats[:, 2]
+    floor = -np.inf if lowest is None else lowest
+    ceiling = np.inf if highest is None else highest
+    clipped = bool(np.any(lo < floor) or np.any(hi > ceiling))
+    return mean, np.clip(lo, floor, ceiling), np.clip(hi, floor, ceiling), clipped
 
 
 def _curves(recs, x_index: int) -> list[list[tuple[float, float]]]:
     return [[(p[x_index], p[2]) for p in r["curve"] if p[2] is not None] for r in recs]
 
 
+def panel_range(recs, return_range) -> tuple[float | None, float | None]:
+    """The return range of a panel's env (``return_range(env_id)``) when all its records
+    share one env; ``(None, None)`` otherwise or without ``return_range``."""
+    envs = {r["env"] for r in recs}
+    if return_range is None or len(envs) != 1:
+        return None, None
+    return return_range(envs.pop())
+
+
 def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str],
-                 x_index: int, title: str) -> str:
+                 x_index: int, title: str, return_range=None) -> str:
     """Return against env steps (``x_index`` 0) or wall-clock (1): one panel per value of
-    ``panel_field``, one mean line with its 95% band over seeds per group."""
+    ``panel_field``, one mean line with its 95% band over seeds per group; with
+    ``return_range`` (``env_id -> (lowest, highest)``, None for no bound) the bands are
+    clipped to what the panel's env's return can be, and the title says so."""
     plt = _pyplot()
     panels = groups(records, (panel_field,))
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
-    banded = False  # whether any line has seeds to draw a band over
+    banded = clipped = False  # whether any line has a band; whether one was clipped
     for ax, ((panel,), recs) in zip(axes[0], panels.items()):
+        lowest, highest = panel_range(recs, return_range)
         for key, grp in groups(recs, line_fields).items():
             curves = [c for c in _curves(grp, x_index) if c]
             if not curves:
@@ -341,8 +360,9 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
             hi = min(c[-1][0] for c in curves)
             lo = max(c[0][0] for c in curves)
             grid = np.linspace(lo, hi, 60) if hi > lo else np.array([lo])
-            mean, band_lo, band_hi = _band(curves, grid)
+            mean, band_lo, band_hi, cut = band(curves, grid, lowest, highest)
             banded |= len(curves) > 1
+            clipped |= cut
             line, = ax.plot(grid, mean, label=f"{_label(key, line_fields)} (n={len(grp)})")
             ax.fill_between(grid, band_lo, band_hi, color=line.get_color(), alpha=0.2)
         ax.set_title(f"{panel_field} {panel}" if panel_field not in ("env",) else panel)
@@ -350,7 +370,9 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"{title} (bands: 95% t-interval over seeds)" if banded else title)
+    what = "95% t-interval over seeds" + (", clipped to the env's return range" if clipped
+                                          else "")
+    fig.suptitle(f"{title} (bands: {what})" if banded else title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

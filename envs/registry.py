@@ -293,6 +293,30 @@ def make_host_env(
                       num_threads=num_threads, **overrides)
 
 
+# What an episode's return can be, where the env bounds it: (lowest, highest), None for no
+# bound. CartPole pays 1 a step for at most 500 steps; Acrobot -1 a step for at most 500;
+# MinAtar games and Catch as their rewards allow. Other envs are unbounded here.
+RETURN_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "CartPole-v1": (0.0, 500.0),
+    "Acrobot-v1": (-500.0, 0.0),
+    "Catch": (-1.0, 1.0),
+    "Catch-bsuite": (-1.0, 1.0),
+    "Breakout-MinAtar": (0.0, None),
+    "Asterix-MinAtar": (0.0, None),
+    "Freeway-MinAtar": (0.0, None),
+    "SpaceInvaders-MinAtar": (0.0, None),
+}
+
+
+def return_range(env_id: str) -> tuple[float | None, float | None]:
+    """``(lowest, highest)`` episode return of ``env_id`` (any spelling; bare ids resolve as
+    in Anakin), None where unbounded or unknown; for plots whose intervals must stay inside
+    what a return can be."""
+    _, name = split_prefix(env_id)
+    name = name[:-len(OWN_SUFFIX)] if name.endswith(OWN_SUFFIX) else name
+    return RETURN_RANGES.get(name, (None, None))
+
+
 def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]:
     """The env constructor's time-limit argument for ``library`` (``{}`` when 0).
 

@@ -110,6 +110,30 @@ def test_mean_ci_is_the_student_t_interval():
     assert ablate_report.mean_ci([None, 3.0, 3.0]) == (3.0, 3.0, 3.0)
 
 
+def test_return_bands_stay_inside_the_return_range():
+    """Three CartPole seeds at 500, 500 and 100: the t-interval runs past 500 and below 0, the
+    band is clipped to [0, 500] (the registry's range) and says so; the mean is untouched."""
+    from envs import registry
+
+    curves = [[(0, 500.0), (10, 500.0)], [(0, 500.0), (10, 500.0)], [(0, 100.0), (10, 100.0)]]
+    grid = np.array([0.0, 5.0, 10.0])
+    mean, lo, hi, clipped = ablate_report.band(curves, grid)
+    assert not clipped and hi.max() > 500 and lo.min() < 0
+    lowest, highest = registry.return_range("CartPole-v1")
+    mean_c, lo_c, hi_c, clipped = ablate_report.band(curves, grid, lowest, highest)
+    assert clipped and (lo_c >= 0).all() and (hi_c <= 500).all()
+    np.testing.assert_array_equal(mean_c, mean)
+    assert ablate_report.panel_range([{"env": "CartPole-v1"}], registry.return_range) == (0, 500)
+    assert ablate_report.panel_range([{"env": "a"}, {"env": "b"}], registry.return_range) == (
+        None, None)
+    assert registry.return_range("gymnax:Breakout-MinAtar") == (0.0, None)
+    assert registry.return_range("Catch-own") == (-1.0, 1.0)
+    assert registry.return_range("Pong-v5") == (None, None)
+    for name in registry.RETURN_RANGES:  # every row names an env the registry knows
+        assert any(name in registry.accepted_ids(m) or f"own:{name}" in registry.accepted_ids(m)
+                   for m in (registry.ANAKIN, registry.SEBULBA)), name
+
+
 def test_wait_fractions():
     stages = {s: 0.0 for s in ablate_report.ACTOR_STAGES + ablate_report.LEARNER_STAGES}
     stages.update(env_step=1.0, inference=2.0, params_wait=1.0, rollout_queue_wait=1.0,

@@ -262,9 +262,10 @@ def test_ppo_loss_gradients(norm_adv, clip_vloss):
 
 
 def test_impala_loss_gradients():
-    """``impala_loss`` stops gradients through V-trace's targets and advantages; its gradient
-    equals that of the same loss with those frozen at the current params, whose gradient is
-    checked against finite differences."""
+    """``impala_loss`` stops gradients through V-trace's targets and advantages; it and its
+    gradient equal those of the same loss with those frozen at the current params, written
+    with sums over time and batch (Cleanba's scale), whose gradient is checked against
+    finite differences."""
     with jax.enable_x64(True):
         net, params = _mlp()
         rng = np.random.default_rng(1)
@@ -308,9 +309,9 @@ def test_impala_loss_gradients():
             log_p = jax.nn.log_softmax(logits.reshape(_GT, _GB, _GA))
             log_pa = jnp.take_along_axis(log_p, traj.action[..., None], -1)[..., 0]
             ent = -jnp.sum(jnp.exp(log_p) * log_p, -1)
-            return (-jnp.mean(vt.pg_advantages * log_pa)
-                    + 0.5 * 0.5 * jnp.mean(jnp.square(vt.targets - value.reshape(_GT, _GB)))
-                    - 0.01 * jnp.mean(ent))
+            return (-jnp.sum(vt.pg_advantages * log_pa)  # sums over time and batch
+                    + 0.5 * 0.5 * jnp.sum(jnp.square(vt.targets - value.reshape(_GT, _GB)))
+                    - 0.01 * jnp.sum(ent))
 
         np.testing.assert_allclose(loss(params), frozen(params), rtol=1e-6, atol=1e-8)
         jax.tree.map(

@@ -84,6 +84,10 @@ BAD = [
     _row("anakin", "adam_eps", -1e-8, "must be >= 0.0"),
     _row("anakin", "rmsprop_decay", 1.01, "must be <= 1.0"),
     _row("anakin", "update_unroll", -2, "must be an integer >= -1"),
+    _row("anakin", "minibatch", "envs", "must be one of auto, samples, sequences for ppo, got "
+         "'envs'"),
+    _row("sebulba", "minibatch", "samples", "must be one of auto, sequences for impala, got "
+         "'samples'", also={"algorithm": "impala"}),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
     _row("anakin", "network", "nature_cnn", "nature_cnn needs uint8 [C, H, W] frames; "
@@ -230,7 +234,9 @@ def test_choices_come_from_the_registries(monkeypatch, registry, field, new_name
     with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*, got '{new_name}'"):
         validate(config, anakin_train.MODE, COUNTS)
 
-    monkeypatch.setitem(registry, new_name, object())
+    # An algorithm states its minibatch kinds (validation reads them); the others are names.
+    entry = type(new_name, (), {"minibatch_kinds": ("sequences",)})
+    monkeypatch.setitem(registry, new_name, entry if field == "algorithm" else object())
     validate(config, anakin_train.MODE, COUNTS)  # now a choice
 
     config[field] = "nonesuch"

@@ -1,0 +1,29 @@
+"""Anakin IMPALA (V-trace) on gymnax Breakout-MinAtar with Cleanba's IMPALA optimizer.
+
+The loss is summed over each minibatch's steps and envs (``rlcore.losses.impala_loss``), the
+scale Cleanba's RMSProp settings were tuned for, so they carry over as published: lr 6e-4
+(annealed), RMSProp (PyTorch's: eps 0.01 outside the square root, decay 0.99), gradient
+clip 40, rho and pg-rho clipped at 1, entropy 0.01, value 0.5, rollout length 20. Minibatch
+as in Cleanba's IMPALA: 32 envs x 20 steps (128 envs, 4 minibatches, one epoch). Network:
+``minatar_cnn`` (see configs/minatar_breakout_ppo.py). Runs in Sebulba too, through the
+jittable-env host adapter (bare ``Breakout-MinAtar``).
+"""
+
+from configs import base
+
+
+def get_config():
+    c = base.get_config()
+    c.env_id = "Breakout-MinAtar"  # gymnax, jittable
+    c.network = "minatar_cnn"       # conv suited to 10x10 object grids
+    c.algorithm = "impala"         # ppo | impala
+    c.total_env_steps = 5_000_000  # budget over all envs of all processes
+    c.num_envs = 128               # 4 minibatches of 32 envs
+    c.num_steps = 20               # rollout length
+    c.num_epochs = 1               # one pass per rollout
+    c.optimizer = "rmsprop"        # torch definition
+    c.learning_rate = 6e-4         # initial learning rate
+    c.max_grad_norm = 40.0         # global-norm clip of the summed loss's gradient
+    c.log_every = 40               # in updates (about 100k env steps a line)
+    c.updates_per_call = 40        # updates per compiled call
+    return c
