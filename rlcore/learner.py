@@ -39,8 +39,33 @@ def init_learner_state(network, optimizer, key, spec) -> LearnerState:
     return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0))
 
 
+def block_permutations(key, num_local_envs, num_minibatches, num_epochs, size,
+                       axis_name=None):
+    """A permutation of ``size`` items for every (epoch, global block) of this device.
+
+    The global env axis is cut into blocks of ``num_minibatches`` envs; block ``g`` of epoch
+    ``e`` draws its permutation with ``fold_in(fold_in(key, e), g)``, so a device holding
+    whole blocks computes its share locally whatever the device count.
+
+    Returns:
+      int32 ``[num_epochs, num_local_envs // num_minibatches, size]``.
+    """
+    blocks = num_local_envs // num_minibatches
+    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
+    block_ids = first_block + jnp.arange(blocks)
+
+    def epoch_perms(epoch):
+        epoch_key = jax.random.fold_in(key, epoch)
+        return jax.vmap(
+            lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), size))(block_ids)
+
+    return jax.vmap(epoch_perms)(jnp.arange(num_epochs)).astype(jnp.int32)
+
+
 def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_name=None):
-    """Local env indices of every minibatch of every epoch (stratified, device-count free).
+    """Local env indices of every minibatch of every epoch (stratified, device-count free):
+    each (epoch, block) permutes its ``num_minibatches`` envs; minibatch ``m`` takes the
+    ``m``-th env of every permuted block.
 
     Args:
       key: the update's PRNG key, identical on every device.
@@ -52,20 +77,11 @@ def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_nam
     Returns:
       int32 ``[num_epochs * num_minibatches, num_local_envs // num_minibatches]``.
     """
-    blocks = num_local_envs // num_minibatches
-    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
-    block_ids = first_block + jnp.arange(blocks)
-
-    def epoch_indices(epoch):
-        epoch_key = jax.random.fold_in(key, epoch)
-        perms = jax.vmap(
-            lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), num_minibatches)
-        )(block_ids)  # [blocks, M]
-        local = perms + (jnp.arange(blocks) * num_minibatches)[:, None]
-        return local.T  # [M, blocks]
-
-    per_epoch = jax.vmap(epoch_indices)(jnp.arange(num_epochs))  # [E, M, blocks]
-    return per_epoch.reshape((num_epochs * num_minibatches, blocks)).astype(jnp.int32)
+    m = num_minibatches
+    perms = block_permutations(key, num_local_envs, m, num_epochs, m, axis_name)  # [E, b, M]
+    blocks = perms.shape[1]
+    local = perms + (jnp.arange(blocks, dtype=jnp.int32) * m)[None, :, None]
+    return local.transpose((0, 2, 1)).reshape((num_epochs * m, blocks))  # [E * M, blocks]
 
 
 def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, num_epochs,
@@ -73,12 +89,11 @@ def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, nu
     """(step, env) indices of every minibatch of every epoch, for minibatches of single
     samples (device-count free, like ``minibatch_indices``).
 
-    The global env axis is cut into blocks of ``num_minibatches`` envs, as for whole
-    sequences; every (epoch, global block) permutes the block's ``num_steps *
-    num_minibatches`` samples with a key folded from (update key, epoch, global block), and
-    minibatch ``m`` takes the ``m``-th run of ``num_steps`` samples of every permuted block.
-    So each minibatch mixes steps and envs (as CleanRL's, PureJaxRL's and Cleanba's flat
-    shuffles do) and keeps the size and the device split of a minibatch of sequences.
+    Every (epoch, global block) permutes the block's ``num_steps * num_minibatches`` samples
+    (``block_permutations``), and minibatch ``m`` takes the ``m``-th run of ``num_steps``
+    samples of every permuted block. So each minibatch mixes steps and envs (as CleanRL's,
+    PureJaxRL's and Cleanba's flat shuffles do) and keeps the size and the device split of a
+    minibatch of sequences.
 
     Args:
       key: the update's PRNG key, identical on every device.
@@ -94,22 +109,14 @@ def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, nu
       ``steps[k, i, j]`` of local env ``envs[k, i, j]``.
     """
     m, t = num_minibatches, num_steps
-    blocks = num_local_envs // m
-    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
-    block_ids = first_block + jnp.arange(blocks)
-
-    def epoch_indices(epoch):
-        epoch_key = jax.random.fold_in(key, epoch)
-        perms = jax.vmap(
-            lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), t * m)
-        )(block_ids).reshape((blocks, m, t))  # sample p of a block: step p // m, env p % m
-        steps = perms // m
-        envs = perms % m + (jnp.arange(blocks) * m)[:, None, None]
-        return steps.transpose((1, 2, 0)), envs.transpose((1, 2, 0))  # [M, T, blocks]
-
-    steps, envs = jax.vmap(epoch_indices)(jnp.arange(num_epochs))  # [E, M, T, blocks]
-    shape = (num_epochs * m, t, blocks)
-    return steps.reshape(shape).astype(jnp.int32), envs.reshape(shape).astype(jnp.int32)
+    perms = block_permutations(key, num_local_envs, m, num_epochs, t * m, axis_name)
+    e, blocks = perms.shape[:2]
+    perms = perms.reshape((e, blocks, m, t))  # sample p of a block: step p // m, env p % m
+    steps = perms // m
+    envs = perms % m + (jnp.arange(blocks, dtype=jnp.int32) * m)[None, :, None, None]
+    shape = (e * m, t, blocks)
+    return (steps.transpose((0, 2, 3, 1)).reshape(shape),
+            envs.transpose((0, 2, 3, 1)).reshape(shape))  # [E * M, T, blocks]
 
 
 def scan_unroll(update_unroll: int) -> int | bool:

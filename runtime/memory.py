@@ -247,31 +247,33 @@ def rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
     return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False)
 
 
-def host_total_bytes() -> int:
-    """The host's total RAM: ``MemTotal`` of /proc/meminfo where there is one, else
-    ``SC_PHYS_PAGES * SC_PAGE_SIZE``."""
+def _meminfo_bytes(field: str) -> int | None:
+    """``field`` (e.g. ``MemTotal``) of /proc/meminfo in bytes; None where there is none."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemTotal:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return None
+
+
+def host_total_bytes() -> int:
+    """The host's total RAM: ``MemTotal`` of /proc/meminfo where there is one, else
+    ``SC_PHYS_PAGES * SC_PAGE_SIZE``."""
+    total = _meminfo_bytes("MemTotal")
+    return total if total is not None else os.sysconf("SC_PHYS_PAGES") * os.sysconf(
+        "SC_PAGE_SIZE")
 
 
 def host_available_bytes() -> int:
     """The host's available RAM: ``MemAvailable`` of /proc/meminfo (free memory plus the
     page cache the kernel can drop) where there is one, else ``SC_AVPHYS_PAGES *
     SC_PAGE_SIZE`` (free pages only, so lower)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    available = _meminfo_bytes("MemAvailable")
+    return available if available is not None else os.sysconf(
+        "SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def device_capacity(devices_used: int) -> tuple[int, str]:
