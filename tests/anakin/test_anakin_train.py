@@ -72,8 +72,11 @@ def test_one_vs_four_devices(algorithm):
     # Adam (and clipped RMSProp) are nearly blind to the gradient's scale; torch RMSProp
     # with a large eps outside the root and no clipping is close to SGD, so a
     # device-count-dependent gradient scale would show in the losses.
+    # IMPALA's loss sums over the minibatch's 32 steps x 4 envs: the same SGD-like step
+    # takes a learning rate 128 times smaller.
+    lr = 0.5 if algorithm == "ppo" else 0.5 / (32 * 4)
     config = _short_config(algorithm=algorithm, total_env_steps=16 * 32 * 5, log_every=1,
-                           updates_per_call=5, optimizer="rmsprop", learning_rate=0.5,
+                           updates_per_call=5, optimizer="rmsprop", learning_rate=lr,
                            rmsprop_eps=10.0, max_grad_norm=0.0)
     one = train(config, None, mesh=one_device_mesh())
     four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
