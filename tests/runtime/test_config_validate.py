@@ -177,6 +177,8 @@ def test_nan_learning_rate_message_names_nan():
     ("anakin", "cartpole_ppo"),
     ("anakin", "cartpole_impala"),
     ("anakin", "minatar_breakout_ppo"),
+    ("anakin", "minatar_breakout_impala"),
+    ("sebulba", "minatar_breakout_impala"),
     ("sebulba", "cartpole_ppo_sebulba"),
     ("sebulba", "cartpole_impala_sebulba"),
     ("sebulba", "atari_ppo"),
@@ -191,7 +193,8 @@ def test_shipped_configs_validate(mode, name):
 def test_every_runnable_config_is_listed():
     """A new config file must be added to ``test_shipped_configs_validate``."""
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
-              "cartpole_ppo_sebulba", "cartpole_impala_sebulba", "atari_ppo", "atari_impala"}
+              "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
+              "atari_ppo", "atari_impala"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 
