@@ -372,7 +372,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
         ax.legend(fontsize=8)
     what = "95% t-interval over seeds" + (", clipped to the env's return range" if clipped
                                           else "")
-    fig.suptitle(f"{title} (bands: {what})" if banded else title)
+    fig.suptitle(f"{title}\n(bands: {what})" if banded else title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
