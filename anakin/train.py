@@ -89,8 +89,8 @@ class AnakinRun:
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
         self.hparams = hparams_of(config, sweep.variants(config)[0]).replace(
-            update_unroll=memory.update_unroll(config, self.env.spec, MODE, self.num_devices,
-                                               distributed.device_counts().processes))
+            **memory.update_plan(config, self.env.spec, MODE, self.num_devices,
+                                 distributed.device_counts().processes).fields())
         self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)

@@ -32,7 +32,10 @@ def get_config() -> ml_collections.ConfigDict:
     #                                 samples (single (step, env) samples) | sequences (whole envs)
     c.update_unroll = 1             # scan unroll of the gradient steps; 0 = fully unrolled;
     #                                 -1 = auto: fully unrolled on GPU/TPU, on CPU as far as
-    #                                 the host's RAM holds (runtime.memory.update_unroll)
+    #                                 the host's RAM holds (runtime.memory.update_plan)
+    c.microbatches = 1              # chunks each minibatch's gradient is accumulated over
+    #                                 (a rolled loop: 1/k of the activations live); -1 = auto:
+    #                                 the fewest that fit the device (runtime.memory.update_plan)
     # Losses.
     c.gamma = 0.99                 # discount
     c.gae_lambda = 0.95             # PPO

@@ -43,6 +43,7 @@ class HParams:
       minibatch: ``"auto"`` (the algorithm's own kind), ``"samples"`` or ``"sequences"``
         (static; ``rlcore.algorithms.base.minibatch_kind``).
       update_unroll: scan unroll of the gradient steps, 0 = fully unrolled (static).
+      microbatches: chunks each minibatch's gradient is accumulated over (static).
     """
 
     learning_rate: float
@@ -67,6 +68,7 @@ class HParams:
     num_minibatches: int = struct.field(pytree_node=False)
     minibatch: str = struct.field(pytree_node=False)
     update_unroll: int = struct.field(pytree_node=False)
+    microbatches: int = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``:

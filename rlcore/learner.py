@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from rlcore.algorithms import Algorithm, make_algorithm
-from rlcore.algorithms.base import SAMPLES, SEQUENCES, minibatch_kind
+from rlcore.algorithms.base import SAMPLES, SEQUENCES, SUM, minibatch_kind
 from rlcore.hparams import HParams
 from rlcore.types import LearnerState, Trajectory
 
@@ -128,12 +128,32 @@ def scan_unroll(update_unroll: int) -> int | bool:
     return True if update_unroll == 0 else update_unroll
 
 
+def micro_count(microbatches: int) -> int:
+    """Chunks per minibatch from the config field ``microbatches`` (an automatic -1 must be
+    resolved before, by the runtime, which knows the device and its memory)."""
+    if microbatches < 1:
+        raise ValueError(f"microbatches: {microbatches} must be resolved to >= 1 first")
+    return microbatches
+
+
 def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
-                       optimizer: optax.GradientTransformation, axis_name: str | None = None):
+                       optimizer: optax.GradientTransformation, axis_name: str | None = None,
+                       microbatches: int = 1):
     """One optimizer step on one minibatch: ``((params, opt_state), batch) -> ((params,
-    opt_state), LossMetrics)``; gradients and metrics averaged over ``axis_name``."""
+    opt_state), LossMetrics)``; gradients and metrics averaged over ``axis_name``.
+
+    With ``microbatches`` k > 1 the minibatch's gradient is accumulated over k equal chunks
+    of its envs (``micro_gradient``) in a rolled loop, so only one chunk's activations are
+    live: the same step up to float roundoff, in about 1/k of the activation memory.
+    """
     grad_fn = jax.value_and_grad(
         lambda params, batch: algorithm.loss(params, apply_fn, batch, axis_name), has_aux=True)
+
+    def gradient(params, batch):
+        if microbatches > 1:
+            return micro_gradient(algorithm, apply_fn, params, batch, microbatches, axis_name)
+        (_, metrics), grads = grad_fn(params, batch)
+        return metrics, grads
 
     def gradient_step(carry, batch):
         params, opt_state = carry
@@ -142,15 +162,53 @@ def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
             # gradient of replicated params would otherwise arrive already summed over the
             # axis (N times the mean); the pmean below then averages the local gradients.
             local_params = jax.lax.pcast(params, axis_name, to="varying")
-            (_, metrics), grads = grad_fn(local_params, batch)
+            metrics, grads = gradient(local_params, batch)
             grads = jax.lax.pmean(grads, axis_name)
             metrics = jax.lax.pmean(metrics, axis_name)
         else:
-            (_, metrics), grads = grad_fn(params, batch)
+            metrics, grads = gradient(params, batch)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), metrics
 
     return gradient_step
+
+
+def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, microbatches: int,
+                   axis_name: str | None = None):
+    """``(LossMetrics, grads)`` of ``algorithm``'s loss on ``batch``, accumulated over
+    ``microbatches`` equal chunks of its envs in a rolled ``lax.scan``.
+
+    ``algorithm.split_ready`` first computes what the loss needs of the whole minibatch
+    (PPO: the advantage statistics) and returns the algorithm whose loss on the chunks,
+    combined by ``algorithm.loss_reduction`` (``"mean"``: the mean of the chunks'
+    gradients; ``"sum"``: their sum), is the loss on the whole minibatch. Metrics are the
+    chunks' means, ``total`` combined like the gradients.
+
+    Args:
+      algorithm: the algorithm (``split_ready``, ``loss``, ``loss_reduction``).
+      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      params: network parameters (per-device copies inside ``shard_map``).
+      batch: a minibatch record, leaves ``[T, b, ...]`` (``take_envs``), ``b`` a multiple
+        of ``microbatches``.
+      microbatches: chunks, each of ``b // microbatches`` envs (or sample columns).
+      axis_name: device axis the minibatch is split over, or None.
+    """
+    ready, chunk_algorithm = algorithm.split_ready(batch, axis_name)
+    b = ready.action.shape[1]
+    grad_fn = jax.value_and_grad(
+        lambda p, chunk: chunk_algorithm.loss(p, apply_fn, chunk, axis_name), has_aux=True)
+
+    def chunk_step(acc, idx):
+        (_, metrics), grads = grad_fn(params, ready.take_envs(idx))
+        return jax.tree.map(jnp.add, acc, grads), metrics
+
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    chunks = jnp.arange(b, dtype=jnp.int32).reshape((microbatches, b // microbatches))
+    grads, per_chunk = jax.lax.scan(chunk_step, zeros, chunks)  # rolled: one chunk live
+    metrics = jax.tree.map(lambda x: jnp.mean(x, axis=0), per_chunk)
+    if algorithm.loss_reduction == SUM:
+        return metrics.replace(total=jnp.sum(per_chunk.total)), grads
+    return metrics, jax.tree.map(lambda g: g / microbatches, grads)
 
 
 def make_update_fn(
@@ -163,6 +221,7 @@ def make_update_fn(
     minibatch: str = SEQUENCES,
     axis_name: str | None = None,
     unroll: int | bool = 1,
+    microbatches: int = 1,
 ):
     """Builds the update shared by Anakin and Sebulba and every algorithm.
 
@@ -178,12 +237,14 @@ def make_update_fn(
       axis_name: mesh axis the env axis is sharded over (inside ``shard_map``), or None.
       unroll: ``lax.scan`` unroll of the gradient-step loop. XLA on CPU runs a conv-net
         step inside a rolled loop 10x slower than unrolled; MLPs do not care.
+      microbatches: chunks each minibatch's gradient is accumulated over (``micro_gradient``;
+        1: one pass), a divisor of the minibatch's local envs.
 
     Returns:
       ``update(state: LearnerState, trajectory: Trajectory [T, B_local], key) ->
       (LearnerState, LossMetrics)``, metrics averaged over steps (and devices).
     """
-    gradient_step = make_gradient_step(algorithm, apply_fn, optimizer, axis_name)
+    gradient_step = make_gradient_step(algorithm, apply_fn, optimizer, axis_name, microbatches)
 
     def update(state: LearnerState, trajectory: Trajectory, key):
         data = algorithm.prepare(state.params, apply_fn, trajectory)
@@ -213,9 +274,10 @@ def make_update_fn(
 def make_update_fn_for(hp: HParams, apply_fn: Callable,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None):
     """``make_update_fn`` with the algorithm, epochs, minibatches (their kind: ``hp.minibatch``,
-    ``"auto"`` for the algorithm's own) and unroll of ``hp``."""
+    ``"auto"`` for the algorithm's own), unroll and micro-batches of ``hp``."""
     algorithm = make_algorithm(hp)
     return make_update_fn(
         algorithm, apply_fn, optimizer, num_epochs=hp.num_epochs,
         num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch),
-        axis_name=axis_name, unroll=scan_unroll(hp.update_unroll))
+        axis_name=axis_name, unroll=scan_unroll(hp.update_unroll),
+        microbatches=micro_count(hp.microbatches))

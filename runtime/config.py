@@ -37,8 +37,9 @@ MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
-# ``update_unroll`` -1: chosen from the device and its memory (``runtime.memory.update_unroll``).
-AUTO_UNROLL = -1
+# ``update_unroll`` and ``microbatches`` -1: chosen from the device and its memory
+# (``runtime.memory.update_plan``).
+AUTO_UNROLL = AUTO_MICROBATCHES = -1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,6 +328,13 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(per_shard % config.num_minibatches == 0, "num_minibatches",
             f"{per_shard} envs per learner device do not split into "
             f"{config.num_minibatches} minibatches")
+    int_in(config, "microbatches", AUTO_MICROBATCHES, ">= 1, or -1 (auto)")
+    require(config.microbatches != 0, "microbatches", "must be an integer >= 1, or -1 (auto), "
+            "got 0")
+    mb_envs = per_shard // config.num_minibatches
+    require(config.microbatches == AUTO_MICROBATCHES or mb_envs % config.microbatches == 0,
+            "microbatches", f"{mb_envs} envs per minibatch per learner device do not split "
+            f"into {config.microbatches} micro-batches")
     require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")

@@ -66,6 +66,7 @@ num_epochs                  int     -          -          -
 num_minibatches             int     -          -          -
 minibatch                   str     -          -          -
 update_unroll               int     -          -          -
+microbatches                int     -          -          -
 gamma                       number  yes        -          -
 gae_lambda                  number  yes        -          -
 clip_eps                    number  yes        -          -

@@ -11,7 +11,8 @@ per device, with
 
 - ``A`` agents (``ModeChecks.num_agents``: Anakin ``num_seeds`` x sweep variants, Sebulba 1),
   ``T = num_steps``, ``B = num_envs / learner shards`` (envs per device),
-  ``M = num_minibatches``, ``n = T * B / M`` samples per minibatch;
+  ``M = num_minibatches``, ``K = microbatches``, ``n = T * B / (M * K)`` samples per
+  micro-batch (a whole minibatch where ``K = 1``);
 - ``o``: bytes of one observation; ``r``: bytes of other trajectory fields per step
   (action, reward, terminated, truncated, logits, the rollout's value where the mode's
   rollouts carry it, and the algorithm's ``prepared_step_bytes``: PPO's old value,
@@ -27,11 +28,13 @@ per device, with
 
     rollout obs     = A * (T + 1) * B * o                 (obs and bootstrap obs / env carry)
     trajectory      = A * T * B * r
-    minibatch       = A * L * n * (o + BACKWARD_FACTOR * s)   (gradient steps live at once)
+    minibatch       = A * L * n * (o + BACKWARD_FACTOR * s)   (gradient steps live at once,
+                      each one micro-batch: the chunks run in a rolled loop)
     value pass      = A * (c * o + FORWARD_FACTOR * v * f)
                       (PPO with the rollout's values: c = 0, v = B, the bootstrap values;
                       without: c = (T + 1) * B, v = min(VALUE_CHUNK, c); IMPALA: 0)
-    params, optim   = A * (2 * P + O)                     (params, gradients, state)
+    params, optim   = A * ((2 + [K > 1]) * P + O)         (params, gradients, state, and
+                                                           the accumulator of micro-batches)
     total           = rollout obs + trajectory + params, optim + max(minibatch, value pass)
 
 (the value pass ends before the first gradient step, so only the larger of the two is live).
@@ -60,7 +63,7 @@ from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
-from runtime.config import AUTO_UNROLL, DeviceCounts, HostMemory, ModeChecks
+from runtime.config import AUTO_MICROBATCHES, AUTO_UNROLL, DeviceCounts, HostMemory, ModeChecks
 
 GIB = 2**30
 # A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the
@@ -165,7 +168,7 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> Ne
 
 def live_steps(config, platform: str, unroll: int | None = None) -> int:
     """Gradient steps whose buffers XLA keeps live at once with ``unroll`` (default the
-    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then). On CPU XLA gives
+    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then; see ``update_plan``). On CPU XLA gives
     every step of an unrolled loop iteration buffers of its own (measured: ``update_unroll``
     k holds k steps, fully unrolled all ``num_epochs * num_minibatches``;
     benchmarks/memory_check.py); elsewhere one step is assumed (not measured)."""
@@ -176,33 +179,74 @@ def live_steps(config, platform: str, unroll: int | None = None) -> int:
     return steps if unroll == 0 else min(unroll, steps)
 
 
-def update_unroll(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
-                  num_processes: int = 1, platform: str | None = None) -> int:
-    """The ``update_unroll`` a run uses: the config's, or for ``AUTO_UNROLL`` (-1):
+@dataclasses.dataclass(frozen=True)
+class UpdatePlan:
+    """How a run's update is laid out (the config's ``update_unroll`` and ``microbatches``,
+    with their automatic -1 resolved).
 
-    - on GPU/TPU 0 (fully unrolled; one step's buffers live is assumed there);
-    - on CPU, where every unrolled step keeps its buffers but a conv-net step in a rolled
-      loop runs about 10x slower: 0 if the fully unrolled update fits ``HEADROOM`` of the
-      host's *total* RAM over the devices the run uses, else the largest k that fits, else
-      1 (which ``check`` may then refuse). Total, not available, RAM: the choice, and with it
-      the compiled program, is the same every time the run starts on this machine.
+    Attributes:
+      unroll: ``lax.scan`` unroll of the gradient-step loop (0: fully unrolled).
+      microbatches: chunks each minibatch's gradient is accumulated over (1: one pass).
     """
-    if config.update_unroll != AUTO_UNROLL:
-        return config.update_unroll
+
+    unroll: int
+    microbatches: int
+
+    def fields(self) -> dict[str, int]:
+        """The plan as the config / ``HParams`` fields it resolves."""
+        return {"update_unroll": self.unroll, "microbatches": self.microbatches}
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n``, ascending."""
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
+                num_processes: int = 1, platform: str | None = None) -> UpdatePlan:
+    """The ``update_unroll`` and ``microbatches`` a run uses: the config's, or for the
+    automatic -1 the first plan whose ``estimate`` fits ``HEADROOM`` of the capacity, trying
+    the fewest micro-batches first (each is a rolled loop) and for each the most unrolled
+    loop:
+
+    - ``update_unroll`` on GPU/TPU: 0 (fully unrolled; one step's buffers live is assumed
+      there); on CPU, where every unrolled step keeps its buffers but a conv-net step in a
+      rolled loop runs about 10x slower: 0, then the largest k, then 1;
+    - ``microbatches``: the divisors of a minibatch's envs per device, ascending.
+
+    The capacity is the device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total*
+    RAM over the devices the run uses; total, not available: the plan, and with it the
+    compiled program, is the same every time the run starts on one machine. Where nothing
+    fits, the plan with the most micro-batches and the least unroll (``check`` then refuses
+    it).
+    """
     platform = jax.local_devices()[0].platform if platform is None else platform
-    if platform != "cpu":
-        return 0
-    capacity = host_total_bytes() // max(mode.devices_used(config, num_shards, num_processes), 1)
     steps = config.num_epochs * config.num_minibatches
-    for k in (0, *range(steps - 1, 1, -1)):
-        est = estimate(config, spec, mode, num_shards, num_processes, platform, unroll=k)
-        if est.total <= HEADROOM * capacity:
-            return k
-    return 1
+    if config.update_unroll != AUTO_UNROLL:
+        unrolls = [config.update_unroll]
+    else:
+        unrolls = [0] if platform != "cpu" else [0, *range(steps - 1, 0, -1)]
+    if config.microbatches != AUTO_MICROBATCHES:
+        micros = [config.microbatches]
+    else:
+        micros = divisors(config.num_envs // num_shards // config.num_minibatches)
+    if len(unrolls) * len(micros) == 1:
+        return UpdatePlan(unrolls[0], micros[0])
+    devices = max(mode.devices_used(config, num_shards, num_processes), 1)
+    capacity = (host_total_bytes() // devices if platform == "cpu"
+                else device_capacity(devices)[0])
+    for k in micros:
+        for unroll in unrolls:
+            est = estimate(config, spec, mode, num_shards, num_processes, platform,
+                           unroll=unroll, microbatches=k)
+            if est.total <= HEADROOM * capacity:
+                return UpdatePlan(unroll, k)
+    return UpdatePlan(unrolls[-1], micros[-1])
 
 
 def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_processes: int = 1,
-             platform: str | None = None, unroll: int | None = None) -> MemoryEstimate:
+             platform: str | None = None, unroll: int | None = None,
+             microbatches: int | None = None) -> MemoryEstimate:
     """The memory a run of ``config`` needs (bytes; formulas in the module docstring).
 
     Args:
@@ -214,18 +258,21 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
       num_processes: processes of the run (the host part is per process).
       platform: the learner devices' platform (``cpu``, ``gpu``, ``tpu``); default the
         first local device's.
-      unroll: the gradient-step unroll; default ``update_unroll(...)`` of the config.
+      unroll: the gradient-step unroll; default ``update_plan(...)``'s.
+      microbatches: chunks per minibatch; default ``update_plan(...)``'s.
     """
     platform = jax.local_devices()[0].platform if platform is None else platform
-    if unroll is None:
-        unroll = update_unroll(config, spec, mode, num_shards, num_processes, platform)
+    if unroll is None or microbatches is None:
+        plan = update_plan(config, spec, mode, num_shards, num_processes, platform)
+        unroll = plan.unroll if unroll is None else unroll
+        microbatches = plan.microbatches if microbatches is None else microbatches
     algorithm = ALGORITHMS[config.algorithm]
     agents = mode.num_agents(config)
     sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0)
     t, b = config.num_steps, config.num_envs // num_shards
     o = obs_bytes(spec)
     r = step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
-    samples = t * b // config.num_minibatches
+    samples = t * b // config.num_minibatches // microbatches  # one chunk's
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
     minibatch = (agents * live_steps(config, platform, unroll) * samples
@@ -233,7 +280,8 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     value = algorithm.value_pass(t, b, mode.rollout_values)
     value_pass = agents * (value.copied_obs * o
                            + int(FORWARD_FACTOR * value.forward_samples * sizes.largest_per_sample))
-    params = agents * (2 * sizes.params + sizes.opt_state)
+    # params and gradients (and the gradient accumulator of micro-batches), optimizer state
+    params = agents * ((2 + (microbatches > 1)) * sizes.params + sizes.opt_state)
     total = rollout_obs + trajectory + params + max(minibatch, value_pass)
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
                           value_pass=value_pass, params_optimizer=params, total=total,
@@ -307,7 +355,7 @@ def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
             f"pass {_gib(est.value_pass)}, other trajectory fields {_gib(est.trajectory)}, "
             f"params and optimizer {_gib(est.params_optimizer)}) but {device} has "
             f"{_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); lower num_envs or "
-            f"num_steps, or raise num_minibatches"
+            f"num_steps, or raise num_minibatches or microbatches (-1: the fewest that fit)"
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
@@ -325,12 +373,13 @@ def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     ``HEADROOM`` of the device's capacity or, where the mode keeps rollouts on the host, of
     the host's available RAM."""
     platform = jax.local_devices()[0].platform
-    unroll = update_unroll(config, spec, mode, num_shards, num_processes, platform)
-    est = estimate(config, spec, mode, num_shards, num_processes, platform, unroll)
+    plan = update_plan(config, spec, mode, num_shards, num_processes, platform)
+    est = estimate(config, spec, mode, num_shards, num_processes, platform, plan.unroll,
+                   plan.microbatches)
     capacity, device = device_capacity(mode.devices_used(config, num_shards, num_processes))
     if est.total > HEADROOM * capacity:
         raise ConfigError(device_message(est, capacity, device, mode.num_agents(config),
-                                         live_steps(config, platform, unroll)))
+                                         live_steps(config, platform, plan.unroll)))
     if mode.host_memory is not None:
         available = host_available_bytes()
         if est.host > HEADROOM * available:

@@ -139,8 +139,8 @@ class SebulbaRun:
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
         self.network = make_network(config.network, self.spec)
-        self.hparams = hparams_of(config).replace(update_unroll=memory.update_unroll(
-            config, self.spec, MODE, shards, distributed.device_counts().processes))
+        self.hparams = hparams_of(config).replace(**memory.update_plan(
+            config, self.spec, MODE, shards, distributed.device_counts().processes).fields())
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(

@@ -12,6 +12,9 @@ from rlcore.types import Trajectory
 # Minibatch kinds: whole sequences of envs (time kept whole) or single (step, env) samples.
 SAMPLES, SEQUENCES = "samples", "sequences"
 AUTO = "auto"  # the config's choice for "the algorithm's own (its first kind)"
+# How a loss reduces over its minibatch: a mean (PPO) or a sum (IMPALA); micro-batched
+# gradients combine their chunks the same way (``rlcore.learner.micro_gradient``).
+MEAN, SUM = "mean", "sum"
 
 
 def minibatch_kind(algorithm: type, choice: str) -> str:
@@ -58,6 +61,8 @@ class Algorithm(Protocol):
     # The minibatches its loss accepts, its own choice first: ``SAMPLES`` (``prepare``'s
     # record has ``take_samples``) and/or ``SEQUENCES`` (``take_envs``).
     minibatch_kinds: tuple[str, ...]
+    # ``MEAN`` or ``SUM``: how ``loss`` reduces over the minibatch's elements.
+    loss_reduction: str
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -80,6 +85,12 @@ class Algorithm(Protocol):
           A record of ``[T, B_local, ...]`` leaves with ``take_envs(idx [b])`` and, for
           ``SAMPLES``, ``take_samples(steps [T, b], envs [T, b])``.
         """
+
+    def split_ready(self, batch: Any, axis_name: str | None) -> tuple[Any, "Algorithm"]:
+        """``(batch', algorithm')`` for micro-batches: ``batch`` with what the loss needs of
+        the whole minibatch computed over all of it (PPO: normalised advantages), and the
+        algorithm whose ``loss`` on equal env chunks of ``batch'``, combined by
+        ``loss_reduction``, is this one's ``loss`` on ``batch``."""
 
     def loss(self, params, apply_fn: Callable, batch: Any,
              axis_name: str | None) -> tuple[Any, LossMetrics]:

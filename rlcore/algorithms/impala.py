@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlcore import losses
-from rlcore.algorithms.base import SEQUENCES, FromHParams, ValuePass
+from rlcore.algorithms.base import SEQUENCES, SUM, FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 
@@ -34,6 +34,7 @@ class Impala(FromHParams):
 
     prepared_step_bytes = 0  # the loss reads the Trajectory itself
     minibatch_kinds = (SEQUENCES,)  # V-trace runs backwards along each whole sequence
+    loss_reduction = SUM  # over the global minibatch, see ``losses.impala_loss``
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -45,6 +46,12 @@ class Impala(FromHParams):
         """The Trajectory as it is (minibatches are ``Trajectory.take_envs``)."""
         del params, apply_fn
         return trajectory
+
+    def split_ready(self, batch: Trajectory, axis_name):
+        """As it is: V-trace needs nothing beyond each sequence, and each chunk's loss is the
+        sum over its own envs (their sum the minibatch's)."""
+        del axis_name
+        return batch, self
 
     def loss(self, params, apply_fn, batch: Trajectory, axis_name):
         """``losses.impala_loss``, summed over the global minibatch (``axis_name`` devices)."""

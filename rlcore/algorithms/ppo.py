@@ -15,7 +15,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from rlcore import losses, returns
-from rlcore.algorithms.base import SAMPLES, SEQUENCES, FromHParams, ValuePass
+from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, FromHParams, ValuePass
 from rlcore.types import Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
@@ -62,6 +62,7 @@ class PPO(FromHParams):
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
     # request (``minibatch="sequences"``, the layout before issue 17).
     minibatch_kinds = (SAMPLES, SEQUENCES)
+    loss_reduction = MEAN
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -110,6 +111,14 @@ class PPO(FromHParams):
             advantages=adv,
             targets=targets,
         )
+
+    def split_ready(self, batch: losses.PPOBatch, axis_name):
+        """Advantages normalised over the whole minibatch (across ``axis_name`` devices) where
+        ``norm_adv``, and this PPO without normalisation for its chunks."""
+        if not self.norm_adv:
+            return batch, self
+        return (batch.replace(advantages=losses.normalize(batch.advantages, axis_name)),
+                dataclasses.replace(self, norm_adv=False))
 
     def loss(self, params, apply_fn, batch: losses.PPOBatch, axis_name):
         """``losses.ppo_loss``; advantage statistics across ``axis_name`` devices."""

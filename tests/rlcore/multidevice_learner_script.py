@@ -7,8 +7,9 @@ the test process itself cannot switch). Usage: ``python multidevice_learner_scri
 Saved arrays, for ``algo`` in ``ppo``, ``impala``:
   ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
   (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
-  ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only) or ``four_novma``
-  (``check_vma=False``);
+  ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only), ``four_novma``
+  (``check_vma=False``), ``one_micro`` and ``four_micro`` (each minibatch's gradient
+  accumulated over 2 micro-batches, one device and four with ``check_vma=True``);
 and minibatch memberships ``mb/{n}dev`` ``[E * M, b]`` of global env indices, n = 1, 2, 4.
 """
 
@@ -76,15 +77,18 @@ def run(algorithm, mesh):
                     clip_pg_rho=1.0)
         kw = dict(num_epochs=1, num_minibatches=2)
 
-    runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
-    sharded = learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, **kw)
+    runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw)),
+            "one_micro": jax.jit(learner.make_update_fn(hp, net.apply, opt, microbatches=2,
+                                                        **kw))}
     # The default check_vma=True only for PPO: both algorithms share the gradient step.
-    variants = (("four", True), ("four_novma", False)) if algorithm.startswith("ppo") else (
-        ("four_novma", False),)
-    for run_name, check_vma in variants:
+    # Micro-batched (2 chunks of each device's share) under check_vma=True for every one.
+    variants = (("four", True, 1), ("four_novma", False, 1)) if algorithm.startswith(
+        "ppo") else (("four_novma", False, 1),)
+    for run_name, check_vma, micro in variants + (("four_micro", True, 2),):
         runs[run_name] = jax.jit(
             jax.shard_map(
-                sharded,
+                learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, microbatches=micro,
+                                       **kw),
                 mesh=mesh,
                 in_specs=(P(), Trajectory.env_partition(AXIS), P()),
                 out_specs=(P(), P()),

@@ -57,6 +57,15 @@ def test_four_devices_default_check_vma_match_one_device(multidevice):
     _assert_runs_match(multidevice, "ppo", "four")
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])
+@pytest.mark.parametrize("run", ["one_micro", "four_micro"])
+def test_micro_batched_gradients_match_one_pass(multidevice, algorithm, run):
+    """Each minibatch's gradient accumulated over 2 chunks of its envs (PPO: advantages
+    normalised over the whole minibatch first; IMPALA: the chunks' sums added), on one
+    device and on four under ``check_vma=True``, gives the params and metrics of one pass."""
+    _assert_runs_match(multidevice, algorithm, run)
+
+
 @pytest.mark.parametrize("num_devices", [2, 4])
 def test_minibatch_membership_independent_of_device_count(multidevice, num_devices):
     one = multidevice["mb/1dev"]

@@ -84,6 +84,10 @@ BAD = [
     _row("anakin", "adam_eps", -1e-8, "must be >= 0.0"),
     _row("anakin", "rmsprop_decay", 1.01, "must be <= 1.0"),
     _row("anakin", "update_unroll", -2, "must be an integer >= -1"),
+    _row("anakin", "microbatches", 0, "must be an integer >= 1, or -1 (auto), got 0"),
+    _row("anakin", "microbatches", -2, "must be an integer >= 1, or -1 (auto), got -2"),
+    _row("sebulba", "microbatches", 5, "envs per minibatch per learner device do not split "
+         "into 5 micro-batches"),
     _row("anakin", "minibatch", "envs", "must be one of auto, samples, sequences for ppo, got "
          "'envs'"),
     _row("sebulba", "minibatch", "samples", "must be one of auto, sequences for impala, got "
@@ -183,6 +187,7 @@ def test_nan_learning_rate_message_names_nan():
     ("sebulba", "cartpole_impala_sebulba"),
     ("sebulba", "atari_ppo"),
     ("sebulba", "atari_impala"),
+    ("sebulba", "atari_ppo_2core"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -194,7 +199,7 @@ def test_every_runnable_config_is_listed():
     """A new config file must be added to ``test_shipped_configs_validate``."""
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
-              "atari_ppo", "atari_impala"}
+              "atari_ppo", "atari_impala", "atari_ppo_2core"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 

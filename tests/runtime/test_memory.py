@@ -55,7 +55,8 @@ def test_oversized_atari_refused_by_prepare_quickly():
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"^num_envs: the run needs about [\d.]+ GiB per "
                        r"device \(rollout obs .*\) but \w+:\d+ has [\d.]+ GiB .*lower "
-                       r"num_envs or num_steps, or raise num_minibatches \(also: "
+                       r"num_envs or num_steps, or raise num_minibatches or microbatches \(-1: the fewest that "
+                       r"fit\) \(also: "
                        r"update_unroll, whose value keeps 16 gradient steps live at once on CPU; 1 "
                        r"keeps one\)$"):
         sebulba_train.prepare(c)
@@ -85,25 +86,59 @@ def test_auto_unroll_is_the_most_that_fits(monkeypatch):
     c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 4, 4  # 16 steps
     mode, spec = anakin_train.MODE, MINATAR
     c.update_unroll = 3
-    assert memory.update_unroll(c, spec, mode, 1, platform="cpu") == 3
+    assert memory.update_plan(c, spec, mode, 1, platform="cpu").unroll == 3
     c.update_unroll = -1
-    assert memory.update_unroll(c, spec, mode, 1, platform="gpu") == 0
+    assert memory.update_plan(c, spec, mode, 1, platform="gpu").unroll == 0
     est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", unroll=k).total
            for k in range(17)}
     assert est[0] == est[16] > est[5] > est[1]
     for room, want in ((est[0], 0), (est[5] + 1, 5), (est[1], 1), (est[1] // 2, 1)):
         monkeypatch.setattr(memory, "host_total_bytes", lambda room=room: room / memory.HEADROOM)
-        assert memory.update_unroll(c, spec, mode, 1, platform="cpu") == want, room
+        assert memory.update_plan(c, spec, mode, 1, platform="cpu").unroll == want, room
     assert memory.estimate(c, spec, mode, 1, platform="cpu").total == est[1]  # the auto one
 
 
-def test_auto_unroll_in_the_atari_configs():
-    """The Atari configs unroll automatically; the learner never sees -1."""
-    from rlcore.learner import scan_unroll
+def test_auto_microbatches_are_the_fewest_that_fit(monkeypatch):
+    """``microbatches=-1``: 1 where the whole minibatch fits, else the fewest divisors of a
+    minibatch's envs per device whose chunk fits (each tried with the most unroll first);
+    a micro-batch holds 1/k of the minibatch's activations and adds one gradient buffer."""
+    c = minatar_breakout_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 48, 32, 2, 1  # 24 envs each
+    mode, spec = anakin_train.MODE, MINATAR
+    c.update_unroll, c.microbatches = 1, -1
+    est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", microbatches=k)
+           for k in (1, 2, 3, 4, 6, 8, 12, 24)}
+    sizes = memory.network_sizes(c.network, spec, c.optimizer, True)
+    assert est[1].minibatch == 2 * est[2].minibatch == 6 * est[6].minibatch
+    assert est[2].params_optimizer == est[1].params_optimizer + sizes.params
+    for room, want in ((est[1].total, 1), (est[1].total - 1, 2), (est[4].total, 4),
+                       (est[8].total - 1, 12), (1, 24)):
+        monkeypatch.setattr(memory, "host_total_bytes", lambda room=room: room / memory.HEADROOM)
+        assert memory.update_plan(c, spec, mode, 1, platform="cpu").microbatches == want, room
+    c.microbatches = 3  # explicit: kept
+    assert memory.update_plan(c, spec, mode, 1, platform="cpu") == memory.UpdatePlan(1, 3)
 
-    assert atari_ppo.get_config().update_unroll == -1
+
+def test_atari_ppo_starts_here_with_micro_batches():
+    """The headline config on one CPU device: its plan fits this host (micro-batches where
+    the minibatch alone would not) and ``prepare`` accepts it without overrides."""
+    c = atari_ppo.get_config()
+    spec = sebulba_train.MODE.env_spec(c.env_id)
+    plan = memory.update_plan(c, spec, sebulba_train.MODE, 1)
+    est = memory.estimate(c, spec, sebulba_train.MODE, 1)
+    assert est.total <= memory.HEADROOM * memory.host_total_bytes(), (plan, est)
+    sebulba_train.prepare(c)
+
+
+def test_auto_unroll_in_the_atari_configs():
+    """The Atari configs unroll and micro-batch automatically; the learner never sees -1."""
+    from rlcore.learner import micro_count, scan_unroll
+
+    assert atari_ppo.get_config().update_unroll == atari_ppo.get_config().microbatches == -1
     with pytest.raises(ValueError, match="update_unroll"):
         scan_unroll(-1)
+    with pytest.raises(ValueError, match="microbatches"):
+        micro_count(-1)
 
 
 def test_oversized_anakin_agents_name_num_seeds():
