@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-minatar ablate lint clean setup
+.PHONY: demo test bench bench-minatar bench-breakout ablate lint clean setup
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ bench: $(STAMP)
 # Anakin PPO on MinAtar Breakout for 10M env steps (about 15 min on 2 cores): curve + clock.
 bench-minatar: $(STAMP)
 	$(PY) -m benchmarks.minatar_breakout
+
+# Sebulba PPO on Atari Breakout-v5 (configs/atari_ppo_2core.py) until a mean return of 10 or
+# 60 minutes: curve, wall-clock, stage timers.
+bench-breakout: $(STAMP)
+	$(PY) -m benchmarks.breakout
 
 # The ablation suites of the README's Results (about 15 + 5 minutes on 2 cores).
 ablate: $(STAMP)

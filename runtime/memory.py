@@ -168,9 +168,9 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> Ne
 
 def live_steps(config, platform: str, unroll: int | None = None) -> int:
     """Gradient steps whose buffers XLA keeps live at once with ``unroll`` (default the
-    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then; see ``update_plan``). On CPU XLA gives
-    every step of an unrolled loop iteration buffers of its own (measured: ``update_unroll``
-    k holds k steps, fully unrolled all ``num_epochs * num_minibatches``;
+    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then; see ``update_plan``).
+    On CPU XLA gives every step of an unrolled loop iteration buffers of its own (measured:
+    ``update_unroll`` k holds k steps, fully unrolled all ``num_epochs * num_minibatches``;
     benchmarks/memory_check.py); elsewhere one step is assumed (not measured)."""
     unroll = config.update_unroll if unroll is None else unroll
     steps = config.num_epochs * config.num_minibatches

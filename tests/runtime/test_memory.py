@@ -55,8 +55,8 @@ def test_oversized_atari_refused_by_prepare_quickly():
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"^num_envs: the run needs about [\d.]+ GiB per "
                        r"device \(rollout obs .*\) but \w+:\d+ has [\d.]+ GiB .*lower "
-                       r"num_envs or num_steps, or raise num_minibatches or microbatches \(-1: the fewest that "
-                       r"fit\) \(also: "
+                       r"num_envs or num_steps, or raise num_minibatches or microbatches "
+                       r"\(-1: the fewest that fit\) \(also: "
                        r"update_unroll, whose value keeps 16 gradient steps live at once on CPU; 1 "
                        r"keeps one\)$"):
         sebulba_train.prepare(c)
