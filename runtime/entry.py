@@ -19,7 +19,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import command, distributed, memory, run_files
+from runtime import command, distributed, memory, run_files, workdir_lock
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
@@ -187,13 +187,15 @@ def prepare(config, mode: ModeChecks) -> None:
 
 
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
-    """Runs ``prepare(config, mode)`` and checks ``workdir``, then (after moving the
-    previous run aside when ``fresh``) ``train(config, workdir)`` and prints the summary;
+    """Runs ``prepare(config, mode)``, checks ``workdir`` and takes its lock (process 0;
+    ``runtime.workdir_lock``), then (after moving the previous run aside when ``fresh``) ``train(config, workdir)`` and prints the summary;
     exits with the code of the outcome (``runtime.command.run_command``, ``TRAIN_ERRORS``)."""
 
     def body():
         prepare(config, mode)
         check_workdir(workdir)
+        if workdir and distributed.is_main_process():
+            workdir_lock.hold(workdir)  # one run per workdir, before --fresh moves anything
         if fresh:
             start_fresh(workdir)
         rows = train(config, workdir)

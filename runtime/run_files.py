@@ -3,7 +3,8 @@
 ``--workdir`` holds ``config.json`` (the run's config), ``metrics.jsonl`` (one JSON object a
 log step), ``timing.json`` (stage times of the run), ``checkpoints/`` (orbax steps),
 ``log_state/<update>.json`` (the open log window of each checkpoint), TensorBoard event files
-(``events.out.tfevents.*``) and ``wandb/`` (when W&B logs). This module imports nothing, so the
+(``events.out.tfevents.*``), ``wandb/`` (when W&B logs) and ``run.lock`` (held by the run
+that owns the directory: ``runtime.workdir_lock``; not moved by ``--fresh``). This module imports nothing, so the
 entry points can check a workdir before any library loads.
 """
 
@@ -18,6 +19,7 @@ CHECKPOINTS = "checkpoints"
 LOG_STATE = "log_state"
 WANDB = "wandb"
 TENSORBOARD_GLOB = "events.out.tfevents.*"
+LOCK = "run.lock"
 
 # Everything a run writes (``--fresh`` moves these aside, nothing else).
 RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOARD_GLOB)
@@ -26,6 +28,11 @@ RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOA
 def config_path(workdir: str) -> str:
     """``workdir/config.json``."""
     return os.path.join(workdir, CONFIG)
+
+
+def lock_path(workdir: str) -> str:
+    """``workdir/run.lock``."""
+    return os.path.join(workdir, LOCK)
 
 
 def metrics_path(workdir: str) -> str:
