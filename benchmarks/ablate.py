@@ -34,7 +34,7 @@ import time
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.cli import OneLineParser
+from runtime.cli import OneLineParser, output_dir_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")
@@ -55,6 +55,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     suites = [s for s in args.suite.split(",") if s]
+    if not suites:
+        p.exit(2, f"config error: suite: no suite named in {args.suite!r} (expected one or more "
+                  f"of {', '.join(SUITES)})\n")
+    problem = output_dir_problem(args.out)
+    if problem is not None:
+        p.exit(2, f"config error: out: {problem}; pass a directory that exists or can be "
+                  "created\n")
     for s in suites:
         if s not in SUITES:
             p.exit(2, f"config error: suite: unknown '{s}' (expected {', '.join(SUITES)})\n")

@@ -44,7 +44,7 @@ import numpy as np
 from rliable import library, metrics
 
 from envs import atari_scores
-from runtime.cli import OneLineParser
+from runtime.cli import OneLineParser, output_dir_problem
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",
@@ -371,6 +371,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError("--last_fraction", f"must be in (0, 1], got {args.last_fraction}")
     if args.reps < 1:
         raise InputError("--reps", f"must be at least 1, got {args.reps}")
+    problem = output_dir_problem(args.out)
+    if problem is not None:
+        raise InputError("--out", f"{problem}; pass a directory that exists or can be created")
 
 
 def build_report(args: argparse.Namespace) -> dict:

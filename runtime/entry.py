@@ -19,7 +19,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import command, distributed, memory, run_files, workdir_lock
+from runtime import cli, command, distributed, memory, run_files, workdir_lock
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
@@ -118,7 +118,7 @@ def check_workdir(workdir: str | None) -> None:
     if not workdir:
         return
     hint = "pass a --workdir that is a writable directory or can be created"
-    blocker = _file_in_the_way(workdir)
+    blocker = cli.file_in_the_way(workdir)
     if blocker is not None:
         raise ConfigError(f"--workdir: {workdir} cannot be a directory: {blocker} is a file; "
                           f"{hint}")
@@ -132,17 +132,6 @@ def check_workdir(workdir: str | None) -> None:
     if os.path.exists(checkpoints) and not os.path.isdir(checkpoints):
         raise ConfigError(f"--workdir: {checkpoints} is a file, not a directory; move it "
                           f"away or {hint}")
-
-
-def _file_in_the_way(path: str) -> str | None:
-    """The nearest of ``path`` and its parents that exists and is not a directory."""
-    path = os.path.abspath(path)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-    return None if os.path.isdir(path) else path
 
 
 def start_fresh(workdir: str | None) -> None:

@@ -55,6 +55,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.seeding import MAX_EVAL_ENVS
 from runtime import command, run_files
+from runtime.cli import output_file_problem
 from runtime.stats import EpisodeResults, result_rows, results_table
 from runtime.video import VIDEO_EXTENSIONS, write_video
 
@@ -106,13 +107,9 @@ def check_args(args: EvalArgs) -> None:
         raise EvalError(f"--max_episode_steps: must be >= 0 (0: the env's own limit), got "
                         f"{args.max_episode_steps}")
     if args.video:
-        ext = os.path.splitext(args.video)[1].lower()
-        if ext not in VIDEO_EXTENSIONS:
-            raise EvalError(f"--video: extension must be one of {', '.join(VIDEO_EXTENSIONS)}, "
-                            f"got {args.video!r}")
-        parent = os.path.dirname(os.path.abspath(args.video))
-        if not os.path.isdir(parent):
-            raise EvalError(f"--video: no such directory: {parent}")
+        problem = output_file_problem(args.video, VIDEO_EXTENSIONS)
+        if problem is not None:
+            raise EvalError(f"--video: {problem}")
     workdir = args.workdir
     if not workdir:
         raise EvalError("--workdir: required (the run directory)")

@@ -149,7 +149,12 @@ def test_bad_arguments_exit_2_with_one_line(capsys):
             (["--suite=pipelines", "--out=x", "--budget_scale=inf"],
              "config error: budget_scale"),
             (["--suite=pipelines", "--out=x", "--cells=("], "config error: cells"),
-            (["--out=x"], "config error: the following arguments are required: --suite")):
+            (["--out=x"], "config error: the following arguments are required: --suite"),
+            (["--suite=,", "--out=x"], "config error: suite: no suite named in ','"),
+            (["--suite=pipelines", f"--out={__file__}"], f"config error: out: {__file__} is a "
+             "file"),
+            (["--suite=pipelines", f"--out={__file__}/sub"], f"config error: out: {__file__}/sub "
+             f"cannot be a directory: {__file__} is a file")):
         with pytest.raises(SystemExit) as e:
             ablate.parse_args(argv)
         assert e.value.code == 2

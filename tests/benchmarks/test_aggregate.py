@@ -237,6 +237,18 @@ def test_bad_input_exits_2_with_one_line_naming_the_path(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_out_naming_a_file_exits_2_before_any_work(tmp_path, three_by_three, capsys):
+    """``--out`` that is a file, or lies under one: one line naming ``--out``, exit 2,
+    checked before the runs are read (``check_args``)."""
+    blocker = tmp_path / "report.md"
+    blocker.write_text("not a directory")
+    for out, problem in ((blocker, f"{blocker} is a file"),
+                         (blocker / "sub", f"{blocker} is a file")):
+        code, stdout, err = run_main([*three_by_three, f"--out={out}"], capsys)
+        assert code == 2 and stdout == "" and err.count("\n") == 1, err
+        assert err.startswith("aggregate: --out: ") and problem in err, err
+
+
 def test_cli_subprocess_writes_reports_and_exits_2_on_bad_input(tmp_path, three_by_three):
     out = tmp_path / "cli"
     done = subprocess.run(

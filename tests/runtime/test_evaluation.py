@@ -25,6 +25,7 @@ def _rundir(tmp_path, checkpoint=True):
     (dict(max_episode_steps=-5), "--max_episode_steps"),
     (dict(video="out.avi"), "--video"),
     (dict(video="/no/such/dir/out.mp4"), "--video"),
+    (dict(video="/proc/out.mp4"), "--video"),
     (dict(workdir=""), "--workdir"),
     (dict(workdir="/no/such/run"), "--workdir"),
 ])
@@ -32,6 +33,17 @@ def test_check_args_rejects(change, flag, tmp_path):
     args = ev.EvalArgs(**{**dict(workdir=_rundir(tmp_path), episodes=3), **change})
     with pytest.raises(ev.EvalError, match=f"^{flag}: "):
         ev.check_args(args)
+
+
+def test_video_path_that_cannot_be_written_rejected(tmp_path):
+    """Checked by creating a file there (root passes permission checks on /proc)."""
+    workdir = _rundir(tmp_path)
+    with pytest.raises(ev.EvalError, match="^--video: /proc/out.mp4 cannot be written "):
+        ev.check_args(ev.EvalArgs(workdir=workdir, episodes=1, video="/proc/out.mp4"))
+    (tmp_path / "clip.mp4").mkdir()
+    with pytest.raises(ev.EvalError, match=f"^--video: {tmp_path}/clip.mp4 is a directory$"):
+        ev.check_args(ev.EvalArgs(workdir=workdir, episodes=1,
+                                  video=str(tmp_path / "clip.mp4")))
 
 
 def test_check_args_needs_config_and_checkpoint(tmp_path):
