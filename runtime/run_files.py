@@ -4,8 +4,8 @@
 log step), ``timing.json`` (stage times of the run), ``checkpoints/`` (orbax steps),
 ``log_state/<update>.json`` (the open log window of each checkpoint), TensorBoard event files
 (``events.out.tfevents.*``), ``wandb/`` (when W&B logs) and ``run.lock`` (held by the run
-that owns the directory: ``runtime.workdir_lock``; not moved by ``--fresh``). This module imports nothing, so the
-entry points can check a workdir before any library loads.
+that owns the directory: ``runtime.workdir_lock``; not moved by ``--fresh``). This module
+imports nothing, so the entry points can check a workdir before any library loads.
 """
 
 from __future__ import annotations
