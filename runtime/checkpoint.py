@@ -17,15 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import sys
-import threading
 
 import jax
 import orbax.checkpoint as ocp
 
-from runtime import run_files
-from runtime.command import EXIT_SIGINT, EXIT_SIGTERM
+from runtime import run_files, signals
 
 REASON_CHARS = 200
 
@@ -186,29 +183,34 @@ class Checkpointer:
 
 
 class SignalFlag:
-    """Records SIGINT/SIGTERM instead of dying, so the loop can checkpoint and exit.
+    """The training loop's view of SIGINT/SIGTERM (``runtime.signals``): records a signal
+    instead of dying, so the loop can checkpoint and exit.
 
     ``exit_code`` is 130 after SIGINT and 143 after SIGTERM (``None`` when no signal came).
-    Use as a context manager; the previous handlers come back on exit. Only the main
-    thread can install handlers; elsewhere it is a no-op.
+    Use as a context manager around the loop: it installs the process's ``Signals`` where
+    the command has not (and uninstalls them on exit then). Only the main thread can install
+    handlers; elsewhere it records nothing.
     """
 
-    CODES = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
-
     def __init__(self):
-        self.exit_code: int | None = None
-        self._previous = {}
+        self._signals = None
+        self._installed = False
 
-    def _handle(self, signum, frame):
-        self.exit_code = self.CODES[signum]
+    @property
+    def exit_code(self) -> int | None:
+        return None if self._signals is None else self._signals.exit_code
+
+    def acting(self) -> None:
+        """The loop begins acting on the signal: the watcher lets it finish."""
+        if self._signals is not None:
+            self._signals.acting()
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.CODES:
-                self._previous[sig] = signal.signal(sig, self._handle)
+        self._signals, self._installed = signals.start()
+        self._signals.loop()
         return self
 
     def __exit__(self, *exc):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+        if self._installed:
+            signals.finish(self._signals)
         return False

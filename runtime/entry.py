@@ -19,7 +19,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import cli, command, distributed, memory, run_files, workdir_lock
+from runtime import cli, command, distributed, memory, run_files, signals, workdir_lock
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
@@ -182,17 +182,27 @@ def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -
     (``runtime.command.run_command``, ``TRAIN_ERRORS``)."""
 
     def body():
-        prepare(config, mode)
-        check_workdir(workdir)
-        if workdir and distributed.is_main_process():
-            workdir_lock.hold(workdir)  # one run per workdir, before --fresh moves anything
-        if fresh:
-            start_fresh(workdir)
-        rows = train(config, workdir)
-        if distributed.is_main_process():  # one console for the run: process 0's
-            print_summary(rows)
+        handlers, installed = signals.start()  # a signal from here on exits within seconds
+        try:
+            _run(config, workdir, mode, train, fresh)
+        finally:
+            if installed:
+                signals.finish(handlers)
 
     command.run_command(body, TRAIN_ERRORS)
+
+
+def _run(config, workdir, mode: ModeChecks, train, fresh: bool) -> None:
+    """``run_main``'s work, under its signal handlers."""
+    prepare(config, mode)
+    check_workdir(workdir)
+    if workdir and distributed.is_main_process():
+        workdir_lock.hold(workdir)  # one run per workdir, before --fresh moves anything
+    if fresh:
+        start_fresh(workdir)
+    rows = train(config, workdir)
+    if distributed.is_main_process():  # one console for the run: process 0's
+        print_summary(rows)
 
 
 def print_summary(rows) -> None:

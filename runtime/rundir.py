@@ -33,7 +33,7 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime import distributed, run_files
+from runtime import distributed, run_files, signals
 from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from runtime.fields import RESUMABLE_CHANGES  # fields a resumed run may change
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
@@ -217,6 +217,8 @@ class RunDir:
         Raises:
           SystemExit: ``exit_code``, once the checkpoint is written.
         """
+        if exit_code is not None and signals.current() is not None:
+            signals.current().acting()  # the watcher lets this checkpoint finish
         if self.checkpoint_due(update, previous) or exit_code is not None:
             self.save(update, state)
         if exit_code is not None:
