@@ -343,6 +343,17 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.1f}"
 
 
+def agents_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
+                   agent_fields: str) -> str:
+    """The one line that refuses a run of ``agents`` agents of which one would fit: it
+    names the fields that make the agents (``agent_fields``) first."""
+    fit = int(HEADROOM * capacity // max(est.total // agents, 1))
+    return (f"{agent_fields}: {agents} agents need about {_gib(est.total)} GiB per device "
+            f"({est.total / agents / GIB:.2g} GiB each) but {device} has {_gib(capacity)} GiB (a "
+            f"run may use {HEADROOM:.0%}): at most about {fit} agents fit; sweep fewer values "
+            "or seeds")
+
+
 def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
                    live: int = 1) -> str:
     """The one line that refuses a run whose device estimate does not fit (``agents``
@@ -378,12 +389,26 @@ def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
                    plan.microbatches)
     capacity, device = device_capacity(mode.devices_used(config, num_shards, num_processes))
     if est.total > HEADROOM * capacity:
-        raise ConfigError(device_message(est, capacity, device, mode.num_agents(config),
+        agents = mode.num_agents(config)
+        if agents > 1 and est.total // agents <= HEADROOM * capacity:  # one agent would fit
+            raise ConfigError(agents_message(est, capacity, device, agents,
+                                             agent_fields(config)))
+        raise ConfigError(device_message(est, capacity, device, agents,
                                          live_steps(config, platform, plan.unroll)))
     if mode.host_memory is not None:
         available = host_available_bytes()
         if est.host > HEADROOM * available:
             raise ConfigError(host_message(est, available, mode.host_memory))
+
+
+def agent_fields(config) -> str:
+    """The fields that make a program's agents, sweep fields first: ``"sweep.learning_rate,
+    sweep.gamma, num_seeds"`` (``num_seeds`` where it is more than 1)."""
+    sweep = config.get("sweep") or {}
+    names = [f"sweep.{k}" for k, v in sweep.items() if v]
+    if config.get("num_seeds", 1) > 1:
+        names.append("num_seeds")
+    return ", ".join(names) or "num_seeds"
 
 
 def check_run(config, mode: ModeChecks, counts: DeviceCounts, num_shards: int) -> None:

@@ -18,6 +18,7 @@ vmaps; inside, an agent's record is the run's record with its traced values over
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Mapping
 
 import jax.numpy as jnp
@@ -54,9 +55,14 @@ def agent_tags(config) -> list[dict[str, Any]]:
             for variant in variants(config) for s in range(config.num_seeds)]
 
 
+def num_variants(config) -> int:
+    """Combinations of the swept values (1 without a sweep), counted, not listed."""
+    return math.prod(len(v) for v in swept(config).values())
+
+
 def num_agents(config) -> int:
     """Agents in one program: variants x seeds."""
-    return len(variants(config)) * config.num_seeds
+    return num_variants(config) * config.num_seeds
 
 
 def agent_hparams(config) -> HParams | None:

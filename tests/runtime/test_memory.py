@@ -142,10 +142,34 @@ def test_auto_unroll_in_the_atari_configs():
 
 
 def test_oversized_anakin_agents_name_num_seeds():
+    """Agents too many where one alone would fit: the line leads with the fields that make
+    the agents; where even one would not fit, with num_envs (and names them last)."""
     c = minatar_breakout_ppo.get_config()
     c.num_seeds = 4096
     c.num_envs, c.total_env_steps = 4096, 10**10
+    with pytest.raises(ConfigError, match=r"^num_seeds: 4096 agents need about [\d.]+ GiB "
+                       r"per device .*at most about \d+ agents fit; sweep fewer values or "
+                       r"seeds$"):
+        anakin_train.prepare(c)
+    c.num_envs, c.num_steps = 2**20, 1024  # one agent alone does not fit either
     with pytest.raises(ConfigError, match=r"^num_envs: .*\(also: num_seeds or the sweep\)$"):
+        anakin_train.prepare(c)
+
+
+def test_sweep_too_big_refused_fast_naming_the_sweep_first():
+    """3 fields x 100 values (10^6 agents): validated value by value, refused in seconds
+    with a line that names the sweep fields first (it used to take hours)."""
+    c = minatar_breakout_ppo.get_config()
+    c.sweep.learning_rate = tuple(1e-4 * (1 + i) for i in range(100))
+    c.sweep.gamma = tuple(0.9 + 0.0009 * i for i in range(100))
+    c.sweep.ent_coef = tuple(0.001 * i for i in range(100))
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"^sweep.ent_coef, sweep.gamma, sweep.learning_rate: "
+                       r"1000000 agents need about "):
+        anakin_train.prepare(c)
+    assert time.perf_counter() - t0 < 10
+    c.sweep.gamma = tuple(0.9 + 0.0009 * i for i in range(99)) + (1.5,)  # one bad value
+    with pytest.raises(ConfigError, match=r"^sweep.gamma: must be <= 1.0, got 1.5$"):
         anakin_train.prepare(c)
 
 
