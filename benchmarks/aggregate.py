@@ -45,6 +45,7 @@ from rliable import library, metrics
 
 from envs import atari_scores
 from runtime.cli import OneLineParser, output_dir_problem
+from runtime.command import single_line
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",
@@ -395,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = build_report(args)
     except InputError as e:
-        print(f"aggregate: {e}", file=sys.stderr)
+        print(single_line(f"aggregate: {e}"), file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     text = markdown(report)

@@ -7,6 +7,8 @@ import argparse
 import os
 import tempfile
 
+from runtime.command import single_line
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line, ``<error_prefix><message>``, exit code 2
@@ -18,6 +20,12 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.error_prefix}{message}\n")
+
+    def exit(self, status=0, message=None):
+        """argparse's, with a message kept to one line (``runtime.command.single_line``)."""
+        if message:
+            message = single_line(message.rstrip("\n")) + "\n"
+        super().exit(status, message)
 
 
 def file_in_the_way(path: str) -> str | None:

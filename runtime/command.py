@@ -60,6 +60,15 @@ class OneLine:
         return False
 
 
+def single_line(text: str) -> str:
+    """``text`` with every non-printable character escaped (a newline in a path becomes
+    ``\\n``), so that a message stays one line whatever input it quotes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
 def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = ()) -> NoReturn:
     """Runs ``body()`` and exits with the code of its outcome (the module's table).
 
@@ -78,7 +87,7 @@ def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = ()) -> N
     except BaseException as e:  # noqa: BLE001 - every other outcome is mapped here
         for rule in one_line:
             if rule.matches(e):
-                print(f"{rule.prefix}: {e}", file=sys.stderr)
+                print(single_line(f"{rule.prefix}: {e}"), file=sys.stderr)
                 sys.exit(rule.code)
         traceback.print_exc()
         sys.exit(EXIT_FAILURE)

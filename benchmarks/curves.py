@@ -1,0 +1,103 @@
+"""Learning curves of finished runs, one PNG: episode return against env steps.
+
+``python -m benchmarks.curves --out=curve.png --title=TEXT --target=20
+--run="Anakin:DIR" --run="Sebulba:DIR1,DIR2,DIR3"`` draws, for every ``LABEL:DIRS``, each
+agent of each run directory (a ``num_seeds`` run holds several, told apart by their
+``seed`` key) as a thin line and the mean over them, at the env steps all of them logged,
+as a thick one; ``--target`` adds a dashed line. It prints, per label, the statistic the
+learning comparisons use: per agent the mean logged return over the last 20% of training
+(env steps above 80% of the last logged step), their mean, and how many reach the target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+from runtime.cli import OneLineParser
+
+LAST_FRACTION = 0.2
+
+
+def parse_args(argv=None):
+    p = OneLineParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", action="append", required=True,
+                   help="LABEL:DIR[,DIR...] (run directories with metrics.jsonl)")
+    p.add_argument("--out", required=True, help="the PNG to write")
+    p.add_argument("--title", default="episode return")
+    p.add_argument("--target", type=float, default=None, help="dashed line and threshold")
+    args = p.parse_args(argv)
+    for spec in args.run:
+        label, _, dirs = spec.partition(":")
+        if not label or not dirs:
+            p.exit(2, f"config error: --run: {spec!r} is not LABEL:DIR[,DIR...]\n")
+        for d in dirs.split(","):
+            if not os.path.exists(os.path.join(d, "metrics.jsonl")):
+                p.exit(2, f"config error: --run: {d}/metrics.jsonl does not exist\n")
+    return args
+
+
+def agent_curves(workdir: str) -> list[list[tuple[int, float]]]:
+    """``[(env_steps, episode_return)]`` of every agent in ``workdir/metrics.jsonl``."""
+    by_agent = defaultdict(list)
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("episode_return") is not None:
+                by_agent[row.get("seed", 0)].append((row["env_steps"], row["episode_return"]))
+    return [sorted(c) for _, c in sorted(by_agent.items())]
+
+
+def final_mean(curve: list[tuple[int, float]]) -> float:
+    """Mean return over the lines past ``1 - LAST_FRACTION`` of the last logged step."""
+    last = curve[-1][0]
+    tail = [r for s, r in curve if s > (1 - LAST_FRACTION) * last]
+    return sum(tail) / len(tail)
+
+
+def mean_curve(curves) -> list[tuple[int, float]]:
+    """The mean over ``curves`` at the env steps every one of them logged."""
+    common = set.intersection(*(set(s for s, _ in c) for c in curves))
+    values = [dict(c) for c in curves]
+    return [(s, sum(v[s] for v in values) / len(values)) for s in sorted(common)]
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for i, spec in enumerate(args.run):
+        label, _, dirs = spec.partition(":")
+        curves = [c for d in dirs.split(",") for c in agent_curves(d)]
+        color = f"C{i}"
+        for c in curves:
+            ax.plot([s / 1e6 for s, _ in c], [r for _, r in c], color=color, lw=0.7, alpha=0.4)
+        mean = mean_curve(curves)
+        finals = [final_mean(c) for c in curves]
+        ax.plot([s / 1e6 for s, _ in mean], [r for _, r in mean], color=color, lw=2,
+                label=f"{label}: mean of {len(curves)} (thin: each)")
+        reached = (f", {sum(f >= args.target for f in finals)}/{len(finals)} at >= "
+                   f"{args.target:g}" if args.target is not None else "")
+        print(f"{label}: final-20% mean {sum(finals) / len(finals):.2f} (per agent "
+              f"{', '.join(f'{f:.1f}' for f in finals)}){reached}")
+    if args.target is not None:
+        ax.axhline(args.target, color="grey", ls="--", lw=1, label=f"target {args.target:g}")
+    ax.set_xlabel("env steps (millions)")
+    ax.set_ylabel("mean episode return (game score)")
+    ax.set_title(args.title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    plt.close(fig)
+    print(f"plot: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
