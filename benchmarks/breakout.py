@@ -12,14 +12,13 @@ summarises a finished run instead.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 
-from benchmarks.common import format_table
+from benchmarks.common import format_table, read_rows
 from runtime.cli import OneLineParser
 
 CONFIG = "configs/atari_ppo_2core.py"
@@ -35,14 +34,6 @@ def parse_args(argv=None):
     p.add_argument("--minutes", type=float, default=60.0, help="wall-clock limit")
     p.add_argument("--config", default=CONFIG)
     return p.parse_args(argv)
-
-
-def read_rows(workdir: str) -> list[dict]:
-    path = os.path.join(workdir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def train(args) -> tuple[float, int]:

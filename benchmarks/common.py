@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,3 +38,12 @@ def time_calls(step: Callable[[Any], Any], carry: Any, calls: int) -> tuple[Any,
         carry = jax.block_until_ready(step(carry))
         seconds.append(time.perf_counter() - t0)
     return carry, seconds
+
+
+def read_rows(workdir: str) -> list[dict]:
+    """The lines of ``workdir/metrics.jsonl`` (none where it does not exist yet)."""
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from benchmarks.common import format_table
+from benchmarks.common import format_table, read_rows
 from runtime.cli import OneLineParser
 
 LAST_FRACTION = 0.2
@@ -48,14 +48,6 @@ def parse_args(argv=None):
 def overrides(spec: str) -> list[str]:
     """``"a=1,b=2"`` -> ``["--config.a=1", "--config.b=2"]`` (values may hold no comma)."""
     return [f"--config.{kv}" for kv in spec.split(",") if kv]
-
-
-def read_rows(workdir: str) -> list[dict]:
-    path = os.path.join(workdir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def final_means(rows: list[dict], total_env_steps: int) -> dict[int, float]:
