@@ -15,8 +15,7 @@ def get_config():
     c = atari_ppo.get_config()
     c.network = "nature_cnn"        # 3 convs + dense 512 (Mnih et al. 2015)
     c.num_envs = 16                 # one actor thread of 16
-    c.num_actor_threads = 1
-    c.num_steps = 128               # rollout length
+    c.num_actor_threads = 1         # one actor thread (Cleanba: 2)
     c.num_epochs = 2                # passes per rollout (Cleanba/CleanRL: 4)
     c.num_minibatches = 16          # 128 samples each
     c.total_env_steps = 1_500_000   # 6M frames; the lr anneals over them
