@@ -15,9 +15,9 @@ import json
 import os
 from collections import defaultdict
 
+from benchmarks.common import read_rows
+from benchmarks.seeds import final_means
 from runtime.cli import OneLineParser
-
-LAST_FRACTION = 0.2
 
 
 def parse_args(argv=None):
@@ -51,13 +51,6 @@ def agent_curves(workdir: str) -> list[list[tuple[int, float]]]:
     return [sorted(c) for _, c in sorted(by_agent.items())]
 
 
-def final_mean(curve: list[tuple[int, float]]) -> float:
-    """Mean return over the lines past ``1 - LAST_FRACTION`` of the last logged step."""
-    last = curve[-1][0]
-    tail = [r for s, r in curve if s > (1 - LAST_FRACTION) * last]
-    return sum(tail) / len(tail)
-
-
 def mean_curve(curves) -> list[tuple[int, float]]:
     """The mean over ``curves`` at the env steps every one of them logged."""
     common = set.intersection(*(set(s for s, _ in c) for c in curves))
@@ -76,11 +69,13 @@ def main(argv=None) -> None:
     for i, spec in enumerate(args.run):
         label, _, dirs = spec.partition(":")
         curves = [c for d in dirs.split(",") for c in agent_curves(d)]
+        # seeds.py's statistic, the budget taken as the last logged step (a stopped run)
+        finals = [f for d in dirs.split(",") for f in final_means(
+            read_rows(d), max(r["env_steps"] for r in read_rows(d))).values()]
         color = f"C{i}"
         for c in curves:
             ax.plot([s / 1e6 for s, _ in c], [r for _, r in c], color=color, lw=0.7, alpha=0.4)
         mean = mean_curve(curves)
-        finals = [final_mean(c) for c in curves]
         ax.plot([s / 1e6 for s, _ in mean], [r for _, r in mean], color=color, lw=2,
                 label=f"{label}: mean of {len(curves)} (thin: each)")
         reached = (f", {sum(f >= args.target for f in finals)}/{len(finals)} at >= "
