@@ -427,7 +427,7 @@ def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str:
             ticks.append(x)
             labels.append(f"{_label(key, fields)}: {who}")
     ax.set_xticks(ticks, labels, rotation=35, ha="right", fontsize=7)
-    ax.set_ylabel("seconds per update (median over lines, mean over seeds)")
+    ax.set_ylabel("seconds per update\n(median over lines, mean over seeds)", fontsize=9)
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     ax.grid(axis="y", alpha=0.3)

@@ -6,20 +6,25 @@ anakin.evaluate`` / ``sebulba.evaluate`` (``runtime.evaluation.run``) parse thei
 outcome into an exit code:
 
 - 0: done;
-- 1: a runtime failure: its traceback (or, for the error kinds a command names, one line);
+- 1: a runtime failure: one summary line, the traceback in a file (``runtime.failure``;
+  without a details file, the traceback; for the error kinds a command names, one line);
 - 2: a bad config or argument: one line ``"<prefix>: <what is wrong>"``;
 - 130 / 143: after SIGINT / SIGTERM (a trainer checkpoints first, then exits with them).
 
-This module imports no library but absl, so a bad command line fails before JAX loads.
+This module imports no library but absl (and ``runtime.failure``, the standard library's),
+so a bad command line fails before JAX loads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn
+
+from runtime import failure
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -69,15 +74,21 @@ def single_line(text: str) -> str:
                    for c in text)
 
 
-def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = ()) -> NoReturn:
+def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
+                details: failure.Details | None = None) -> NoReturn:
     """Runs ``body()`` and exits with the code of its outcome (the module's table).
 
     Args:
       body: the command's work (its output printed by itself).
       one_line: the error kinds reported as one line, first match wins; any other error is
-        a runtime failure (traceback, exit 1). A ``SystemExit`` (e.g. 130/143 after a
-        signal) passes through; ``KeyboardInterrupt`` exits 130.
+        a runtime failure (exit 1). A ``SystemExit`` (e.g. 130/143 after a signal) passes
+        through; ``KeyboardInterrupt`` exits 130.
+      details: the file for library output and tracebacks (``runtime.failure``): from now
+        on the libraries write there, and a runtime failure is one summary line naming it,
+        after which the console stays silent. None: a runtime failure prints its traceback.
     """
+    if details is not None:
+        failure.capture(details, console_logging=_verbosity_given())
     try:
         body()
     except SystemExit:
@@ -87,11 +98,35 @@ def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = ()) -> N
     except BaseException as e:  # noqa: BLE001 - every other outcome is mapped here
         for rule in one_line:
             if rule.matches(e):
-                print(single_line(f"{rule.prefix}: {e}"), file=sys.stderr)
-                sys.exit(rule.code)
-        traceback.print_exc()
-        sys.exit(EXIT_FAILURE)
+                print(single_line(f"{rule.prefix}: {e}"), file=sys.stderr, flush=True)
+                _exit_after_line(details, rule.code)
+        if details is None:
+            traceback.print_exc()
+        else:
+            print(failure.report(e, details), file=sys.stderr, flush=True)
+        _exit_after_line(details, EXIT_FAILURE)
+    if details is not None and details.used is not None:
+        print(f"library messages: {details.lines} lines in {details.used}", file=sys.stderr)
     sys.exit(EXIT_OK)
+
+
+def _exit_after_line(details: failure.Details | None, code: int) -> NoReturn:
+    """Exits with ``code`` after a failure's line. With a details file nothing reaches the
+    console any more (``failure.quiet_console``) and the process ends at once: a library
+    thread left waiting by the failure (orbax's commit threads after a failed save wait
+    for signals that never come) would otherwise block the interpreter's exit forever.
+    The command's own files are closed by then (the trainers close them in ``finally``)."""
+    if details is None:
+        sys.exit(code)
+    failure.quiet_console(details)
+    os._exit(code)
+
+
+def _verbosity_given() -> bool:
+    """Whether ``--verbosity`` was given (library logging then stays on the console too)."""
+    from absl import flags
+
+    return flags.FLAGS.is_parsed() and flags.FLAGS["verbosity"].present
 
 
 def parse_flags(argv: Sequence[str], problem: Callable[[Exception, Sequence[str]], str | None],

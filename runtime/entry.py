@@ -2,7 +2,8 @@
 validation first, then training and a summary.
 
 The flags parser and the exit codes are ``runtime.command``'s (shared with the evaluate
-commands): 0 done, 1 runtime failure (traceback printed; a checkpoint that cannot be
+commands): 0 done, 1 runtime failure (one summary line, the traceback and what the
+libraries said in ``<workdir>/errors.log``: ``runtime.failure``; a checkpoint that cannot be
 resumed from is one ``checkpoint: ...`` line), 2 bad config (one ``config error: ...`` line
 naming the field; a ``--config`` file or ``--workdir`` that cannot be used is one line
 naming the path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
@@ -19,7 +20,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import cli, command, distributed, memory, run_files, signals, workdir_lock
+from runtime import cli, command, distributed, failure, memory, run_files, signals, workdir_lock
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
@@ -189,7 +190,15 @@ def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -
             if installed:
                 signals.finish(handlers)
 
-    command.run_command(body, TRAIN_ERRORS)
+    command.run_command(body, TRAIN_ERRORS, details=details_file(config, workdir))
+
+
+def details_file(config, workdir: str | None) -> failure.Details:
+    """Where this process's tracebacks and library output go (``runtime.failure``):
+    ``<workdir>/errors.log`` (``errors-p<k>.log`` for process k), without a workdir a file
+    in the temporary directory."""
+    name = failure.details_name(int(config.get("process_id", 0) or 0))
+    return failure.Details(os.path.join(workdir, name) if workdir else None)
 
 
 def _run(config, workdir, mode: ModeChecks, train, fresh: bool) -> None:

@@ -54,7 +54,7 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.seeding import MAX_EVAL_ENVS
-from runtime import command, run_files
+from runtime import command, failure, run_files
 from runtime.cli import output_file_problem
 from runtime.stats import EpisodeResults, result_rows, results_table
 from runtime.video import VIDEO_EXTENSIONS, write_video
@@ -183,9 +183,13 @@ def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.Confi
     return config
 
 
+LIVE_RETRIES = 3  # reads of a newer step when a live run deleted the one being read
+
+
 def restore_latest(workdir: str, like, mode: str):
     """The latest checkpoint of ``workdir`` restored into ``like``'s structure and
-    shardings; returns ``(state, step)``.
+    shardings; returns ``(state, step)``. Only finished checkpoints are read, and nothing is
+    written: a run may be training in ``workdir`` meanwhile.
 
     Args:
       workdir: run directory.
@@ -204,12 +208,22 @@ def restore_latest(workdir: str, like, mode: str):
         step = ckpt.latest_step()
         if step is None:
             raise EvalError(f"--workdir: no checkpoint in {ckpt.directory}")
-        try:
-            return ckpt.restore_checked(like, step), step
-        except DamagedCheckpoint as e:
-            raise EvalError(f"--workdir: checkpoint {e.path} did not restore as a {mode} "
-                            f"train state of this config (damaged, or trained by the other "
-                            f"architecture?): {e.reason}") from None
+        for _ in range(LIVE_RETRIES):
+            try:
+                return ckpt.restore_checked(like, step), step
+            except DamagedCheckpoint as e:
+                # A run training in ``workdir`` may have deleted this step (max_to_keep)
+                # while it was read: then the newest finished one is read instead.
+                ckpt.reload()
+                newest = ckpt.latest_step()
+                if newest is None or (newest == step and step in ckpt.steps()):
+                    raise EvalError(
+                        f"--workdir: checkpoint {e.path} did not restore as a {mode} train "
+                        f"state of this config (damaged, or trained by the other "
+                        f"architecture?): {e.reason}") from None
+                step = newest
+        raise EvalError(f"--workdir: the checkpoints in {ckpt.directory} changed under "
+                        f"{LIVE_RETRIES} reads in a row (a run saving very often?); try again")
     finally:
         ckpt.close()
 
@@ -310,7 +324,8 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
             print(f"video: {args.video} ({len(evaluation.frames)} frames of "
                   f"{evaluation.frames[0].shape[1]}x{evaluation.frames[0].shape[0]})")
 
-    command.run_command(body, EVALUATE_ERRORS)
+    # Never a file in the workdir (a run may be training there): the temporary directory.
+    command.run_command(body, EVALUATE_ERRORS, details=failure.Details(None))
 
 
 def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],

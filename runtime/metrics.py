@@ -24,7 +24,7 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime import run_files
+from runtime import failure, run_files
 from runtime.fields import SWEEPABLE
 
 
@@ -141,7 +141,8 @@ class MetricsLogger:
     def _write(self, row: dict, tags: Mapping) -> None:
         self.history.append(row)
         if self._jsonl is not None:
-            self._jsonl.write(json.dumps(row) + "\n")
+            with failure.doing(f"writing {self._jsonl.name}"):
+                self._jsonl.write(json.dumps(row) + "\n")
         if self._tb is not None:
             prefix = _tb_prefix(tags)
             for key, value in _numbers(row, tags).items():
@@ -172,15 +173,13 @@ class MetricsLogger:
         )
 
     def close(self) -> None:
-        if self._jsonl is not None:
-            self._jsonl.close()
-            self._jsonl = None
-        if self._tb is not None:
-            self._tb.close()
-            self._tb = None
-        if self._wandb is not None:
-            self._wandb.finish()
-            self._wandb = None
+        """Closes every sink (each one even after another failed to close: their threads
+        stop), then raises the first failure."""
+        jsonl, tb, wandb = self._jsonl, self._tb, self._wandb
+        self._jsonl = self._tb = self._wandb = None
+        failure.close_all(*(close for sink, close in (
+            (jsonl, lambda: jsonl.close()), (tb, lambda: tb.close()),
+            (wandb, lambda: wandb.finish())) if sink is not None))
 
 
 def eval_scalars(evals: EpisodeSummary) -> dict[str, float]:

@@ -33,7 +33,7 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime import distributed, run_files, signals
+from runtime import distributed, failure, run_files, signals
 from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
 from runtime.fields import RESUMABLE_CHANGES  # fields a resumed run may change
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
@@ -233,12 +233,14 @@ class RunDir:
         if self.ckpt is None:
             return
         if self.main:
-            os.makedirs(self._log_state_dir(), exist_ok=True)
             agents = [{"window": w, "episodes": e.as_list()}
                       for w, e in zip(self._windows, self._episodes)]
             saved = agents[0] if len(agents) == 1 else {"agents": agents}
-            _write_atomically(self._log_state_path(update), json.dumps(saved))
-        self.ckpt.save(update, state)
+            with failure.doing(f"saving the log window of update {update}"):
+                os.makedirs(self._log_state_dir(), exist_ok=True)
+                _write_atomically(self._log_state_path(update), json.dumps(saved))
+        with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
+            self.ckpt.save(update, state)
 
     def first_call_done(self, updates: int, seconds: float) -> None:
         """Reports the run's first call (``updates`` updates, compile included) on the console
@@ -258,19 +260,21 @@ class RunDir:
         timing = dict(self._timing, start_update=self.logger.start_update,
                       end_update=self.history[-1]["update"],
                       train_s=time.perf_counter() - self.logger.start)
-        with open(run_files.timing_path(self.workdir), "w") as f:
-            json.dump(timing, f)
+        _write_atomically(run_files.timing_path(self.workdir), json.dumps(timing))
 
     @property
     def history(self) -> list[dict]:
         return self.logger.history if self.logger is not None else []
 
     def close(self) -> None:
+        """Writes timing.json and closes the metrics sinks and the checkpoint manager (each
+        even after another failed: their threads stop), then raises the first failure."""
+        closers = []
         if self.logger is not None:
-            self._write_timing()
-            self.logger.close()
+            closers += [self._write_timing, self.logger.close]
         if self.ckpt is not None:
-            self.ckpt.close()
+            closers.append(self.ckpt.close)
+        failure.close_all(*closers)
 
     def _log_state_dir(self) -> str:
         return run_files.log_state_path(self.workdir)
@@ -327,9 +331,14 @@ def _write_atomically(path: str, text: str) -> None:
     """Writes ``text`` to ``path`` through a temporary file and a rename: a reader (or a
     resume after a kill) sees the old file or the new one, never half of one."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:  # e.g. a full disk: no half-written temporary file stays
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def set_aside_previous_run(workdir: str) -> str | None:

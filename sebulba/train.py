@@ -26,7 +26,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
-from runtime import distributed, entry, memory
+from runtime import distributed, entry, failure, memory
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
     DeviceCounts,
@@ -249,10 +249,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
         stop.stop()
         try:
             _join(actors)
-        finally:
-            rundir.close()
-            if evaluator is not None:
-                evaluator.close()
+        finally:  # every one closed (its threads stopped) even when another fails
+            failure.close_all(rundir.close, *([evaluator.close] if evaluator is not None else []))
     stop.raise_if_failed()
     return rundir.history
 

@@ -87,3 +87,48 @@ def test_two_runs_on_one_workdir_one_trains_the_other_exits_2(tmp_path, first):
     assert rows[-1]["update"] == 300 and [r["update"] for r in rows] == list(range(50, 301, 50))
     with open(run_files.config_path(str(tmp_path))) as f:
         assert f'"seed": {winner}' in f.read()
+
+
+def _tree(workdir) -> dict[str, tuple[int, int]]:
+    """``{relative path: (size, mtime_ns)}`` of every file under ``workdir``."""
+    out = {}
+    for d, _, files in os.walk(workdir):
+        for name in files:
+            st = os.stat(os.path.join(d, name))
+            out[os.path.relpath(os.path.join(d, name), workdir)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_evaluate_reads_a_live_run_and_never_writes_there(tmp_path):
+    """``anakin.evaluate`` on a workdir whose run checkpoints every update (keeping three):
+    three evaluations in a row each restore a finished checkpoint and exit 0; after the run,
+    an evaluation leaves every file of the workdir as it was (names, sizes, times)."""
+    args = ["--config=configs/cartpole_ppo.py", f"--workdir={tmp_path}", "--config.num_envs=8",
+            "--config.num_steps=16", f"--config.total_env_steps={8 * 16 * 100_000}",
+            "--config.log_every=50", "--config.checkpoint_every=1",
+            "--config.updates_per_call=1"]
+    trainer = subprocess.Popen([sys.executable, "-m", "anakin.main", *args], cwd=REPO,
+                               env=entry_env(), stderr=subprocess.PIPE, text=True)
+    evaluate = [sys.executable, "-m", "anakin.evaluate", f"--workdir={tmp_path}",
+                "--episodes=2"]
+    try:
+        for line in trainer.stderr:
+            if line.startswith("update "):
+                break
+        for _ in range(3):
+            proc = subprocess.run(evaluate, cwd=REPO, env=entry_env(), capture_output=True,
+                                  text=True, timeout=120)
+            other = [ln for ln in proc.stderr.splitlines()
+                     if not ln.startswith("library messages: ")]  # (those in a temp file)
+            assert proc.returncode == 0 and not other, proc.stderr
+            assert "2 episodes" in proc.stdout, proc.stdout
+        assert trainer.poll() is None  # it was training all along
+    finally:
+        trainer.send_signal(signal.SIGTERM)
+        trainer.wait(timeout=60)
+    assert trainer.returncode == 143
+    before = _tree(tmp_path)
+    proc = subprocess.run(evaluate, cwd=REPO, env=entry_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(tmp_path) == before
