@@ -204,11 +204,20 @@ class AnakinRun:
         A agents); rows past ``num_active`` are zeros.
         """
         if self._call is None:
-            fn = jax.shard_map(self._device_call, mesh=self.mesh,
-                               in_specs=(self.state_spec, P(), P(), P()),
-                               out_specs=(self.state_spec, P()))
-            self._call = jax.jit(fn, donate_argnums=0)
+            self.compile(state)
         return self._call(state, jnp.int32(num_active), self.roots, self.swept)
+
+    def compile(self, state: AnakinState) -> float:
+        """Compiles the call for ``state`` ahead of time (one program for every
+        ``num_active``); returns the seconds it took, so that compile is timed apart from
+        training."""
+        t = time.perf_counter()
+        fn = jax.shard_map(self._device_call, mesh=self.mesh,
+                           in_specs=(self.state_spec, P(), P(), P()),
+                           out_specs=(self.state_spec, P()))
+        self._call = jax.jit(fn, donate_argnums=0).lower(
+            state, jnp.int32(0), self.roots, self.swept).compile()
+        return time.perf_counter() - t
 
 
 def mesh_for(config):
@@ -237,17 +246,19 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags())
     state = rundir.restore_or(run.init_state())
     start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
-    t0 = time.perf_counter()
     try:
+        compile_s = run.compile(state)  # (a finished run stopped in restore_or)
+        first = True
         with SignalFlag() as flag:
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()
                 state, out = run.call(state, k)
                 out = distributed.to_host(out)
                 per_update_s = (time.perf_counter() - t_call) / k
-                if t0 is not None:
-                    rundir.first_call_done(k, time.perf_counter() - t0)
-                    t0 = None
+                if first:  # training time counts from here: the call's own time is real
+                    rundir.first_call_done(k, per_update_s * k, compile_s=compile_s,
+                                           steady_from=(start, t_call))
+                    first = False
                 for i in range(k):
                     row = jax.tree.map(lambda x, i=i: x[i], out)
                     rows = [row] if run.num_agents == 1 else [

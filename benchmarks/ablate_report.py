@@ -6,8 +6,9 @@ A *run* is one seed of one cell. Its record comes from the run directory alone
 - ``sps``: steady-state env steps/s of one agent, ``steps_per_update x (updates after the
   first call) / (train_s - first_call_s)``; ``program_sps`` counts all agents of the program
   (Anakin's ``num_seeds``);
-- ``compile_s``: the first call's seconds minus its updates at the steady rate (compile and
-  first-touch costs);
+- ``compile_s``: timing.json's ``compile_s`` where the run compiled ahead of time (Anakin),
+  else the first call's seconds minus its updates at the steady rate (compile and
+  first-touch costs, Sebulba);
 - ``steps_to_threshold`` / ``wall_to_threshold_s``: the first log line whose mean episode
   return reaches the threshold, its env steps and its wall-clock since the run's sinks opened
   (compile included); None when never reached;
@@ -57,6 +58,8 @@ def steady_rate(timing: dict, steps_per_update: float) -> tuple[float | None, fl
     if later <= 0 or later_s <= 0:
         return None, None
     per_update_s = later_s / later
+    if "compile_s" in timing:  # compiled ahead of time (Anakin): measured, not estimated
+        return steps_per_update / per_update_s, timing["compile_s"]
     return steps_per_update / per_update_s, max(timing["first_call_s"] - k * per_update_s, 0.0)
 
 

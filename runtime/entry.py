@@ -31,6 +31,8 @@ TRAIN_ERRORS = (
     # once the config is validated, so the class is named, not imported, here).
     command.OneLine(("runtime.checkpoint.CheckpointError",), "checkpoint",
                     command.EXIT_FAILURE),
+    # A rerun of a finished run: nothing to do, said in one line.
+    command.OneLine(("runtime.rundir.RunComplete",), "done", command.EXIT_OK),
 )
 
 

@@ -58,6 +58,7 @@ class MetricsLogger:
         self.start = time.perf_counter()
         self.start_update = start[0]
         self._last = (self.start, start[1])
+        self._steady: tuple[int, float] | None = None  # (update, time) of steady_from
         self._jsonl = None
         self._tb = None
         if workdir and write:
@@ -148,6 +149,19 @@ class MetricsLogger:
             for key, value in _numbers(row, tags).items():
                 self._tb.add_scalar(prefix + key, value, row["env_steps"])
 
+    def steady_from(self, update: int, at: float) -> None:
+        """Time per update is steady (no compile in it) from ``update`` reached at ``at``
+        (``time.perf_counter()``): the ETA is measured from there."""
+        self._steady = (update, at)
+
+    def eta_s(self, done: int, now: float) -> float | None:
+        """Seconds left after ``done`` updates at ``now``, at the steady rate since
+        ``steady_from``; None before it is known (no steady update yet)."""
+        if self._steady is None or done <= self._steady[0]:
+            return None
+        update, at = self._steady
+        return (now - at) / (done - update) * max(self.total_updates - done, 0)
+
     def progress_line(self, rows, variant_keys=()) -> str:
         """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``;
         with several agents the return is their mean and range, ``return 23.4 (10.0..31.2,
@@ -157,8 +171,7 @@ class MetricsLogger:
         rows = [rows] if isinstance(rows, Mapping) else rows
         row = rows[0]
         done = row["update"]
-        elapsed = row["wall_time"]
-        eta = elapsed / max(done - self.start_update, 1) * max(self.total_updates - done, 0)
+        eta = self.eta_s(done, self.start + row["wall_time"])
         if variant_keys:
             ret_s = ", ".join(f"{label}: {_mean_return(group)}"
                               for label, group in group_by_variant(rows, variant_keys))
@@ -167,9 +180,12 @@ class MetricsLogger:
             returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
             if len(rows) > 1 and returns:
                 ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
+        evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
+        eval_s = f" | eval return {sum(evals) / len(evals):.1f}" if evals else ""
         return (
             f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
-            f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s} | ETA {_hms(eta)}"
+            f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s}{eval_s} | "
+            f"ETA {'-' if eta is None else _hms(eta)}"
         )
 
     def close(self) -> None:

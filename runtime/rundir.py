@@ -103,10 +103,19 @@ class RunDir:
                 # A run that died before its first checkpoint starts over: its lines go.
                 self._truncate_metrics(0)
         else:
-            self._check_same_config()
+            extended_from = self._check_same_config(steps[-1])
             state, start = self._restore_newest_good(fresh_state, steps)
+            if start >= self.total:
+                raise RunComplete(
+                    f"{self.workdir} is already complete at update {start} "
+                    f"({start * self.steps_per_update:,} env steps); raise "
+                    f"--config.total_env_steps to continue it, or pass --fresh to start over")
             if self.main:
                 print(f"resuming from update {start}", file=sys.stderr)
+                if extended_from is not None:
+                    print(extension_line(extended_from, self.config, self.total),
+                          file=sys.stderr)
+                    write_config(self.workdir, self.config)  # the next resume compares to it
                 self._truncate_metrics(start)
         # Only process 0 writes and prints: one progress line per log step for the run.
         wandb = wandb_settings(self.config, self.workdir)
@@ -242,14 +251,40 @@ class RunDir:
         with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
             self.ckpt.save(update, state)
 
-    def first_call_done(self, updates: int, seconds: float) -> None:
-        """Reports the run's first call (``updates`` updates, compile included) on the console
-        and keeps it for ``timing.json``."""
+    def first_rollout(self, seconds: float) -> None:
+        """Reports on the console that the learner got its first rollout (Sebulba: the
+        actors compiled their policy and stepped their envs), ``seconds`` after the start."""
+        if self.main:
+            print(f"first rollout after {seconds:.1f} s; compiling the learner step",
+                  file=sys.stderr, flush=True)
+
+    def first_call_done(self, updates: int, seconds: float, *, compile_s: float | None = None,
+                        steady_from: tuple[int, float] | None = None) -> None:
+        """Reports the run's first call on the console and keeps it for ``timing.json``.
+
+        Args:
+          updates: updates the call ran.
+          seconds: its time: compile included, unless ``compile_s`` is given (compiled
+            ahead of time, Anakin), then the call's own.
+          compile_s: the ahead-of-time compile's seconds, or None.
+          steady_from: ``(update, perf_counter time)`` from which the run's time per update
+            is steady (no compile in it), for the ETA; None: from now on.
+        """
         noun = "update" if updates == 1 else "updates"
         if self.main:
-            print(f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s",
-                  file=sys.stderr)
-        self._timing = {"first_call_updates": int(updates), "first_call_s": float(seconds)}
+            if compile_s is None:
+                line = f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s"
+            else:
+                line = (f"first call ({updates} {noun}) ran in {seconds:.1f} s, after a "
+                        f"compile of {compile_s:.1f} s")
+            print(line, file=sys.stderr)
+        total_s = seconds + (compile_s or 0.0)
+        self._timing = {"first_call_updates": int(updates), "first_call_s": float(total_s)}
+        if compile_s is not None:
+            self._timing["compile_s"] = float(compile_s)
+        if self.logger is not None:
+            self.logger.steady_from(*(steady_from or (self.logger.start_update + updates,
+                                                      time.perf_counter())))
 
     def _write_timing(self) -> None:
         """``timing.json``: the first call and the whole training time since the sinks
@@ -303,20 +338,57 @@ class RunDir:
                      if (u := _update_of(ln)) is not None and u <= update]
         _write_atomically(path, "".join(lines))
 
-    def _check_same_config(self) -> None:
+    def _check_same_config(self, newest_step: int) -> int | None:
+        """Checks the config against the run's ``config.json``: only the fields a resume may
+        change differ, and ``total_env_steps`` (it extends a run) still covers the newest
+        checkpoint, ``newest_step``. Returns the saved ``total_env_steps`` when it changed,
+        else None.
+
+        Raises:
+          ConfigError: a field changed that changes the data or the math, or the budget
+            ends before the newest checkpoint; the line names the field, ``--fresh`` and a
+            new ``--workdir``.
+        """
         path = run_files.config_path(self.workdir)
         if not os.path.exists(path):
-            return
+            return None
         with open(path) as f:
             saved = json.load(f)
         now = json.loads(self.config.to_json_best_effort())
         changed = sorted(k for k in set(saved) | set(now)
-                         if k not in RESUMABLE_CHANGES and saved.get(k) != now.get(k))
+                         if k not in RESUMABLE_CHANGES | {"total_env_steps"}
+                         and saved.get(k) != now.get(k))
         if changed:
             k = changed[0]
             raise ConfigError(
                 f"{k}: the checkpoint in {self.workdir} was made with {saved.get(k)!r}, not "
-                f"{now.get(k)!r}; resume with the same value or use a new --workdir")
+                f"{now.get(k)!r}; resume with the same value, pass --fresh to move the "
+                f"previous run aside and start over, or use a new --workdir")
+        old_total = saved.get("total_env_steps")
+        if old_total is None or old_total == now.get("total_env_steps"):
+            return None
+        if self.total < newest_step:
+            raise ConfigError(
+                f"total_env_steps: {now.get('total_env_steps')} is {self.total} updates, but "
+                f"the checkpoint in {self.workdir} is at update {newest_step} "
+                f"({newest_step * self.steps_per_update:,} env steps); give at least that "
+                f"many to continue it, or pass --fresh to start over")
+        return int(old_total)
+
+
+def extension_line(old_total: int, config, total_updates: int) -> str:
+    """The console line of a run extended by a larger ``total_env_steps``; says what
+    happens to the learning rate's annealing."""
+    line = (f"extending the run: total_env_steps {old_total:,} -> "
+            f"{config.total_env_steps:,} ({total_updates} updates)")
+    if config.get("anneal_lr"):
+        line += ("; the learning rate anneals to 0 over the new total from here on (from "
+                 "this update on as if the run had been planned this long)")
+    return line
+
+
+class RunComplete(Exception):  # noqa: N818 - not an error: the command exits 0
+    """A run resumed at or past its last update: nothing to train (one line, exit 0)."""
 
 
 def _update_of(line: str) -> int | None:

@@ -222,6 +222,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
             actors, queues = run.start_actors(start, total, server, stop)
             for u in range(start, total):
                 items, wait_s = _collect(queues, stop, config.queue_timeout_s, u)
+                if t0 is not None:
+                    rundir.first_rollout(time.perf_counter() - t0)
                 with stop.learner_busy():  # the actors' waits do not time out meanwhile
                     batch = sl.assemble(items, run.layout)
                     if on_batch is not None:
@@ -233,8 +235,9 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                     server.publish(u + 1, state.params)
                     out = distributed.to_host(out)
                     learn_s = time.perf_counter() - t_learn
-                    if t0 is not None:
-                        rundir.first_call_done(1, time.perf_counter() - t0)
+                    if t0 is not None:  # the first update compiles the learner step
+                        now = time.perf_counter()
+                        rundir.first_call_done(1, now - t0, steady_from=(u + 1, now))
                         t0 = None
                     evals = _evaluate(run, server, evaluator, stop, flag, u + 1)
                     rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},

@@ -3,6 +3,7 @@ bad configs exit 2, signals checkpoint first, resume continues bitwise."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -59,6 +60,11 @@ def test_same_seed_same_metrics(tmp_path):
     train(config, str(tmp_path / "b"), mesh=one_device_mesh())
     a, b = read_metrics(tmp_path / "a"), read_metrics(tmp_path / "b")
     assert len(a) == 6
+    with open(tmp_path / "a" / "timing.json") as f:
+        timing = json.load(f)
+    # Compiled ahead of time and timed apart: the updates' wall_time comes after it.
+    assert 0 < timing["compile_s"] < timing["first_call_s"]
+    assert timing["compile_s"] < a[0]["wall_time"]
     assert reproducible_part(a) == reproducible_part(b)
     other = _short_config(seed=1)
     train(other, str(tmp_path / "c"), mesh=one_device_mesh())
@@ -169,3 +175,28 @@ def test_minatar_breakout_return_rises():
     returns = [r["episode_return"] for r in rows]
     assert all(np.isfinite(r["loss/total"]) for r in rows)
     assert returns[-1] >= returns[0] + 2.0, returns
+
+
+def test_rerun_of_a_finished_run_says_so_and_a_larger_budget_extends_it(tmp_path):
+    """A finished run rerun: one ``done:`` line, exit 0. Rerun with a larger
+    ``total_env_steps`` (no lr annealing, whose schedule depends on the total): it continues,
+    and its metrics equal those of a run planned that long from the start."""
+    def args(workdir, total):
+        return ["--config=configs/cartpole_ppo.py", f"--workdir={workdir}",
+                "--config.num_envs=8", "--config.num_steps=16", "--config.anneal_lr=False",
+                "--config.log_every=5", "--config.updates_per_call=5",
+                f"--config.total_env_steps={total}"]
+
+    short, planned = tmp_path / "short", tmp_path / "planned"
+    assert run_entry("anakin.main", args(short, 128 * 20)).returncode == 0
+    again = run_entry("anakin.main", args(short, 128 * 20))
+    assert again.returncode == 0 and again.stderr.splitlines() == [
+        f"done: {short} is already complete at update 20 (2,560 env steps); raise "
+        f"--config.total_env_steps to continue it, or pass --fresh to start over"], again.stderr
+    longer = run_entry("anakin.main", args(short, 128 * 40))
+    assert longer.returncode == 0, longer.stderr
+    assert "extending the run: total_env_steps 2,560 -> 5,120 (40 updates)" in longer.stderr
+    assert run_entry("anakin.main", args(planned, 128 * 40)).returncode == 0
+    extended_rows = reproducible_part(read_metrics(str(short)))
+    assert [r["update"] for r in extended_rows] == list(range(5, 41, 5))
+    assert extended_rows == reproducible_part(read_metrics(str(planned)))

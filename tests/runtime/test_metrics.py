@@ -4,6 +4,8 @@ summary per variant, TensorBoard tags TensorBoard accepts."""
 import json
 import os
 
+import pytest
+
 from rlcore.types import EpisodeSummary
 from runtime.entry import print_summary
 from runtime.metrics import MetricsLogger, _tb_prefix
@@ -57,3 +59,24 @@ def test_tensorboard_tags_use_legal_characters():
     assert prefix == "learning_rate_0.0001/seed_3/"
     assert set(prefix) <= set("abcdefghijklmnopqrstuvwxyz0123456789_.-/")
     assert _tb_prefix({}) == ""
+
+
+def test_eta_comes_from_the_steady_rate_only():
+    """No ETA before a steady update is known (compile time is no basis for one); after
+    ``steady_from``, the time per update since then times the updates left."""
+    logger = MetricsLogger(None, total_updates=100, console=False)
+    row = {"update": 10, "env_steps": 100, "wall_time": 60.0, "sps": 1.0,
+           "episode_return": 1.0}
+    assert logger.progress_line(row).endswith("| ETA -")
+    logger.steady_from(10, logger.start + 60.0)  # a 60 s compile-laden first call
+    assert logger.progress_line(row).endswith("| ETA -")
+    later = {**row, "update": 20, "wall_time": 62.0}  # 10 updates in 2 s
+    assert logger.eta_s(20, logger.start + 62.0) == pytest.approx(16.0)
+    assert logger.progress_line(later).endswith("| ETA 0:00:16")
+
+
+def test_progress_line_shows_the_evaluation_return():
+    logger = MetricsLogger(None, total_updates=4, console=False)
+    rows = [{"update": 2, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "episode_return": r,
+             "eval/episode_return": e} for r, e in ((1.0, 10.0), (3.0, 20.0))]
+    assert "| return 2.0 (1.0..3.0, 2 agents) | eval return 15.0 |" in logger.progress_line(rows)

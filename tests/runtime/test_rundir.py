@@ -16,7 +16,7 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.rundir import RunDir
+from runtime.rundir import RunComplete, RunDir
 from tests.helpers import is_clock_key
 
 STEPS_PER_UPDATE = 512  # base config: 4 envs x 128 steps
@@ -170,11 +170,12 @@ def test_non_finite_loss_names_the_update(tmp_path, bad):
 # ----------------------------------------------------------------------------- resume
 
 
-def _run(config, workdir, start_state, updates, checkpoint_until):
-    """Records ``updates``; checkpoints (when due) after each update up to
-    ``checkpoint_until``, as if the process died before the next checkpoint. Returns
-    (restored state, history)."""
-    rundir = RunDir(config, str(workdir), total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+def _run(config, workdir, start_state, updates, checkpoint_until=math.inf, total=10):
+    """Records ``updates`` of a ``total``-update run; checkpoints (when due) after each
+    update up to ``checkpoint_until``, as if the process died before the next checkpoint.
+    Returns (restored state, history)."""
+    rundir = RunDir(config, str(workdir), total_updates=total,
+                    steps_per_update=STEPS_PER_UPDATE)
     try:
         restored = rundir.restore_or(start_state)
         for u in updates:
@@ -226,6 +227,39 @@ def test_resume_refuses_a_changed_field_that_matters(tmp_path):
             rundir.restore_or(_state(0))
     finally:
         rundir.close()
+
+
+def test_resume_of_a_complete_run_is_one_line_naming_what_to_do(tmp_path):
+    four = dict(log_every=2, checkpoint_every=2, total_env_steps=4 * STEPS_PER_UPDATE)
+    _run(_config(**four), tmp_path, _state(0), range(1, 5), total=4)
+    rundir = RunDir(_config(**four), str(tmp_path), 4, STEPS_PER_UPDATE)
+    try:
+        with pytest.raises(RunComplete, match=rf"^{tmp_path} is already complete at update "
+                           r"4 \(2,048 env steps\); raise --config.total_env_steps to "
+                           r"continue it, or pass --fresh to start over$"):
+            rundir.restore_or(_state(0))
+    finally:
+        rundir.close()
+
+
+def test_a_larger_total_extends_the_run_and_a_smaller_one_is_refused(tmp_path, capsys):
+    _run(_config(log_every=2, checkpoint_every=2, total_env_steps=4 * STEPS_PER_UPDATE),
+         tmp_path, _state(0), range(1, 5), total=4)
+    short = _config(log_every=2, total_env_steps=3 * STEPS_PER_UPDATE)
+    rundir = RunDir(short, str(tmp_path), 3, STEPS_PER_UPDATE)
+    try:
+        with pytest.raises(ConfigError, match=r"^total_env_steps: 1536 is 3 updates, but the "
+                           r"checkpoint .* is at update 4 \(2,048 env steps\); .*--fresh"):
+            rundir.restore_or(_state(0))
+    finally:
+        rundir.close()
+    longer = _config(log_every=2, checkpoint_every=2, total_env_steps=8 * STEPS_PER_UPDATE)
+    restored, history = _run(longer, tmp_path, _state(0), range(5, 9), total=8)
+    assert int(restored["update"]) == 4 and [r["update"] for r in history] == [6, 8]
+    assert "extending the run: total_env_steps 2,048 -> 4,096 (8 updates); the learning " \
+        "rate anneals to 0 over the new total" in capsys.readouterr().err
+    with open(tmp_path / "config.json") as f:
+        assert json.load(f)["total_env_steps"] == 8 * STEPS_PER_UPDATE  # the next compares
 
 
 def test_resume_allows_a_changed_log_every(tmp_path):
