@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -136,12 +137,19 @@ def _die_with_parent_fn():
     return die_with_parent
 
 
+# Library chatter dropped from the children's output: the CPU collectives' (Gloo) report of
+# each rank's connections, printed by native code at start, one line per rank.
+CHATTER = re.compile(rb"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\.")
+
+
 def _pump(source, sink, prefix: bytes, lock: threading.Lock) -> None:
     """Copies lines from ``source`` (a child's pipe) to ``sink`` (a binary stream), each
-    prefixed, until EOF. A sink that fails (closed pipe) is skipped; the child's pipe is
-    still drained so it never blocks on a full pipe."""
+    prefixed, until EOF; ``CHATTER`` lines are dropped. A sink that fails (closed pipe) is
+    skipped; the child's pipe is still drained so it never blocks on a full pipe."""
     with source:
         for line in iter(source.readline, b""):
+            if CHATTER.match(line):
+                continue
             line = line if line.endswith(b"\n") else line + b"\n"
             with lock:
                 try:

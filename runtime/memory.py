@@ -370,6 +370,18 @@ def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
+# The Atari config sized for a small CPU host (its first update in about a minute on 2 cores).
+CPU_ATARI_CONFIG = "configs/atari_ppo_2core.py"
+
+
+def cpu_atari_hint(env_id: str, platform: str) -> str:
+    """What to run instead when an Atari run (an EnvPool ``*-v5`` id) does not fit a CPU
+    host; "" otherwise."""
+    if platform != "cpu" or not env_id.endswith("-v5"):
+        return ""
+    return f"; on a CPU host, {CPU_ATARI_CONFIG} is sized for 2 cores and 24 GiB"
+
+
 def host_message(est: MemoryEstimate, available: int, host: HostMemory) -> str:
     """The one line that refuses a run whose host buffers (``host``, the mode's) do not
     fit."""
@@ -394,7 +406,8 @@ def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
             raise ConfigError(agents_message(est, capacity, device, agents,
                                              agent_fields(config)))
         raise ConfigError(device_message(est, capacity, device, agents,
-                                         live_steps(config, platform, plan.unroll)))
+                                         live_steps(config, platform, plan.unroll))
+                          + cpu_atari_hint(config.env_id, platform))
     if mode.host_memory is not None:
         available = host_available_bytes()
         if est.host > HEADROOM * available:

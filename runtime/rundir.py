@@ -25,6 +25,7 @@ import glob
 import json
 import math
 import os
+import signal
 import sys
 import time
 from typing import Mapping
@@ -228,6 +229,9 @@ class RunDir:
         """
         if exit_code is not None and signals.current() is not None:
             signals.current().acting()  # the watcher lets this checkpoint finish
+        if exit_code is not None and self.main:
+            print(stopping_line(exit_code, update, self.ckpt is not None), file=sys.stderr,
+                  flush=True)
         if self.checkpoint_due(update, previous) or exit_code is not None:
             self.save(update, state)
         if exit_code is not None:
@@ -374,6 +378,15 @@ class RunDir:
                 f"({newest_step * self.steps_per_update:,} env steps); give at least that "
                 f"many to continue it, or pass --fresh to start over")
         return int(old_total)
+
+
+def stopping_line(exit_code: int, update: int, saving: bool) -> str:
+    """The console line of a run stopping on a signal: what it does, how to go on."""
+    name = "SIGINT" if exit_code == signals.CODES[signal.SIGINT] else "SIGTERM"
+    if not saving:
+        return f"{name}: stopping after update {update} (no --workdir: nothing is saved)"
+    return (f"{name}: saving a checkpoint at update {update}, then exiting; run the same "
+            f"command to resume (a second {name} exits at once, keeping the last checkpoint)")
 
 
 def extension_line(old_total: int, config, total_updates: int) -> str:

@@ -58,7 +58,8 @@ def test_oversized_atari_refused_by_prepare_quickly():
                        r"num_envs or num_steps, or raise num_minibatches or microbatches "
                        r"\(-1: the fewest that fit\) \(also: "
                        r"update_unroll, whose value keeps 16 gradient steps live at once on CPU; 1 "
-                       r"keeps one\)$"):
+                       r"keeps one\); on a CPU host, configs/atari_ppo_2core.py is sized for 2 "
+                       r"cores and 24 GiB$"):
         sebulba_train.prepare(c)
     assert time.perf_counter() - t0 < 10
 

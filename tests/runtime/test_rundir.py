@@ -118,7 +118,7 @@ def test_checkpoint_due(tmp_path, every, update, previous, due):
         rundir.close()
 
 
-def test_checkpoint_or_exit_saves_when_due_and_before_exiting(tmp_path):
+def test_checkpoint_or_exit_saves_when_due_and_before_exiting(tmp_path, capsys):
     rundir = RunDir(_config(log_every=2, checkpoint_every=4), str(tmp_path),
                     total_updates=10, steps_per_update=STEPS_PER_UPDATE)
     try:
@@ -142,6 +142,9 @@ def test_checkpoint_or_exit_saves_when_due_and_before_exiting(tmp_path):
             rundir.checkpoint_or_exit(7, 6, _state(7), 143)
         assert info.value.code == 143
         assert rundir.ckpt.latest_step() == 7  # saved first, though not due
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "SIGTERM: saving a checkpoint at update 7, then exiting; run the same command "
+            "to resume (a second SIGTERM exits at once, keeping the last checkpoint)")
         restored = rundir.ckpt.restore(_state(0), 7)
     finally:
         rundir.close()
