@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One-GPU check (issue 11, item 7): both throughput benchmarks and a 5-minute Sebulba Atari
 # PPO run with Cleanba's settings, then ONE table (env steps/s, frames/s, seconds per update
-# and per stage, peak device memory). About 10 minutes in all; every step has a timeout.
+# and per stage, peak device memory), then a determinism check (two Anakin CartPole runs of
+# one seed with --config.deterministic=True: the same metrics?). About 10-11 minutes in all;
+# every step has a timeout.
 #
 # The machine needs JAX with CUDA; packages it lacks come from a folder of wheels
 # (--wheels=DIR, kept out of git), installed with pip --no-index into /tmp/site. No network.
@@ -88,7 +90,7 @@ else
 fi
 
 mkdir -p "$OUT"
-rm -rf "$OUT/run" "$OUT"/*.rc "$OUT"/*.mem.json "$OUT"/*.log "$OUT/anakin.json"
+rm -rf "$OUT/run" "$OUT/det_a" "$OUT/det_b" "$OUT"/*.rc "$OUT"/*.mem.json "$OUT"/*.log "$OUT/anakin.json"
 
 # run_step NAME LIMIT_S MODULE ARGS...: python -m MODULE ARGS under `timeout`, with its peak
 # device memory noted; output to $OUT/NAME.log, "exit-code limit seconds" to $OUT/NAME.rc.
@@ -109,5 +111,12 @@ run_step anakin "$ANAKIN_S" benchmarks.anakin_throughput "${ANAKIN_ARGS[@]}" \
 run_step sebulba "$SEBULBA_S" benchmarks.sebulba_throughput "${SEBULBA_ARGS[@]}"
 run_step run "$RUN_S" sebulba.main --config=configs/atari_ppo.py --workdir="$OUT/run" \
   --fresh "${RUN_ARGS[@]}"
+# Determinism: two Anakin CartPole runs of one seed with XLA's deterministic GPU ops
+# (--config.deterministic=True); their metrics must agree, clock keys aside.
+for name in det_a det_b; do
+  run_step "$name" 120 anakin.main --config=configs/cartpole_ppo.py --workdir="$OUT/$name" \
+    --fresh --config.deterministic=True --config.total_env_steps=51200 --config.log_every=10
+done
 
 "$PYTHON" -m benchmarks.gpu_check_table table --out="$OUT" --title="$TITLE"
+"$PYTHON" -m benchmarks.gpu_check_table same "$OUT/det_a" "$OUT/det_b"

@@ -263,6 +263,29 @@ def _read_text(path: str) -> str:
         return ""
 
 
+CLOCK_WORDS = ("time", "sps", "wall")  # metrics keys that depend on the clock (DESIGN.md)
+
+
+def determinism_line(workdir_a: str, workdir_b: str) -> str:
+    """Whether two runs of one seed (the check's ``deterministic=True`` pair) logged the
+    same metrics, clock keys aside: one line naming the first difference if not."""
+    def steady(path):
+        return [{k: v for k, v in row.items() if not any(w in k for w in CLOCK_WORDS)}
+                for row in read_metrics(os.path.join(path, "metrics.jsonl"))]
+
+    a, b = steady(workdir_a), steady(workdir_b)
+    if not a or not b:
+        return f"determinism: no metrics to compare ({len(a)} and {len(b)} lines)"
+    if a == b:
+        return f"determinism: identical metrics in both runs ({len(a)} lines, clock aside)"
+    for i, (ra, rb) in enumerate(zip(a, b)):
+        keys = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+        if keys:
+            return (f"determinism: the runs differ from line {i + 1} (update "
+                    f"{ra.get('update')}): {', '.join(keys[:5])}")
+    return f"determinism: the runs logged {len(a)} and {len(b)} lines"
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -273,9 +296,14 @@ def main(argv=None) -> None:
     t = sub.add_parser("table", help="print the check's table from the files in --out")
     t.add_argument("--out", required=True)
     t.add_argument("--title", default="GPU check")
+    d = sub.add_parser("same", help="whether two run directories logged the same metrics")
+    d.add_argument("workdirs", nargs=2)
     args = p.parse_args(argv)
     if args.command == "measure":
         measure(args.memory_out, args.module, args.args)
+        return
+    if args.command == "same":
+        print(determinism_line(*args.workdirs))
         return
     device, cells = table(args.out)
     print(f"\n{args.title} on {device}")

@@ -153,14 +153,26 @@ def start_fresh(workdir: str | None) -> None:
         multihost_utils.sync_global_devices("fresh start")
 
 
+# Config fields that are XLA runtime flags, read when JAX starts its backends: field ->
+# (flag, its value for the field's value); a flag already in XLA_FLAGS wins.
+XLA_FLAG_FIELDS = {
+    "xla_cpu_multi_thread_eigen": lambda v: f"--xla_cpu_multi_thread_eigen={str(v).lower()}",
+    # Deterministic GPU ops (scatters, reductions) where XLA has them; no effect on CPU,
+    # whose ops are deterministic already.
+    "deterministic": lambda v: "--xla_gpu_deterministic_ops=true" if v else None,
+}
+
+
 def apply_xla_cpu_flags(config) -> None:
-    """Adds the config's XLA CPU runtime flags to ``XLA_FLAGS`` (read when JAX starts its
-    backends, so call this first); a flag already in ``XLA_FLAGS`` wins."""
-    value = config.get("xla_cpu_multi_thread_eigen")
-    current = os.environ.get("XLA_FLAGS", "")
-    if isinstance(value, bool) and "xla_cpu_multi_thread_eigen" not in current:
-        flag = f"--xla_cpu_multi_thread_eigen={str(value).lower()}"
-        os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
+    """Adds the config's XLA runtime flags (``XLA_FLAG_FIELDS``: the CPU thread pool, GPU
+    determinism) to ``XLA_FLAGS`` (read when JAX starts its backends, so call this first);
+    a flag already in ``XLA_FLAGS`` wins."""
+    for field, flag_of in XLA_FLAG_FIELDS.items():
+        value = config.get(field)
+        flag = flag_of(value) if isinstance(value, bool) else None
+        current = os.environ.get("XLA_FLAGS", "")
+        if flag is not None and flag.split("=")[0] not in current:
+            os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
 
 
 def prepare(config, mode: ModeChecks) -> None:

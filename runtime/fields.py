@@ -88,6 +88,7 @@ updates_per_call            int     -          yes        -
 num_devices                 int     -          yes        1
 num_seeds                   int     -          -          -
 xla_cpu_multi_thread_eigen  bool    -          -          -
+deterministic               bool    -          -          -
 actor_device_ids            tuple   -          yes        (0,)
 learner_device_ids          tuple   -          yes        (0,)
 num_actor_threads           int     -          yes        1

@@ -152,3 +152,22 @@ def test_script_names_the_missing_modules_in_one_line(tmp_path):
     assert done.stderr.splitlines() == [
         "missing Python modules: envpool gymnax (pass --wheels=DIR with their wheels)"]
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_determinism_line_compares_metrics_clock_aside(tmp_path):
+    def write(name, rows):
+        os.makedirs(tmp_path / name, exist_ok=True)
+        with open(tmp_path / name / "metrics.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+    rows = [{"update": u, "wall_time": 0.1 * u, "sps": 9.0, "loss/total": 1.0 / u,
+             "time/update_s": 0.01} for u in (5, 10)]
+    write("a", rows)
+    write("b", [{**r, "wall_time": 7.0, "sps": 1.0} for r in rows])
+    assert gct.determinism_line(str(tmp_path / "a"), str(tmp_path / "b")) == (
+        "determinism: identical metrics in both runs (2 lines, clock aside)")
+    write("c", [rows[0], {**rows[1], "loss/total": 0.5000001}])
+    assert gct.determinism_line(str(tmp_path / "a"), str(tmp_path / "c")) == (
+        "determinism: the runs differ from line 2 (update 10): loss/total")
+    assert gct.determinism_line(str(tmp_path / "a"), str(tmp_path / "none")).startswith(
+        "determinism: no metrics to compare")

@@ -13,7 +13,7 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.entry import check_workdir, config_file_problem
+from runtime.entry import apply_xla_cpu_flags, check_workdir, config_file_problem
 from runtime.rundir import RunDir
 from tests.helpers import (
     checkpoint_steps,
@@ -166,3 +166,30 @@ def test_fresh_moves_the_previous_run_aside_and_starts_at_update_0(tmp_path):
     assert read_metrics(tmp_path / previous[0]) == before
     assert checkpoint_steps(tmp_path / previous[0]) == [2, 4]
     assert (tmp_path / previous[0] / "config.json").is_file()
+
+
+def test_xla_flags_of_the_config(monkeypatch):
+    """The runtime flag fields go into XLA_FLAGS before JAX starts; a flag already there
+    wins; ``deterministic`` adds XLA's deterministic GPU ops only when set."""
+    config = base.get_config()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    apply_xla_cpu_flags(config)
+    assert os.environ["XLA_FLAGS"] == ("--xla_force_host_platform_device_count=2 "
+                                       "--xla_cpu_multi_thread_eigen=true")
+    config.deterministic = True
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+    apply_xla_cpu_flags(config)
+    assert os.environ["XLA_FLAGS"] == ("--xla_cpu_multi_thread_eigen=false "
+                                       "--xla_gpu_deterministic_ops=true")
+
+
+def test_deterministic_run_on_cpu_is_reproducible(tmp_path):
+    """``--config.deterministic=True`` starts on CPU (XLA takes the GPU flag) and two runs
+    of one seed log the same metrics."""
+    args = ["--config=configs/cartpole_ppo.py", "--config.deterministic=True",
+            "--config.total_env_steps=10240", "--config.log_every=5"]
+    for name in ("a", "b"):
+        proc = run_entry("anakin.main", [*args, f"--workdir={tmp_path / name}"])
+        assert proc.returncode == 0, proc.stderr
+    assert (reproducible_part(read_metrics(str(tmp_path / "a")))
+            == reproducible_part(read_metrics(str(tmp_path / "b"))))
