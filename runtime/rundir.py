@@ -316,7 +316,8 @@ class RunDir:
             k = changed[0]
             raise ConfigError(
                 f"{k}: the checkpoint in {self.workdir} was made with {saved.get(k)!r}, not "
-                f"{now.get(k)!r}; resume with the same value or use a new --workdir")
+                f"{now.get(k)!r}; resume with the same value, use a new --workdir, or pass "
+                f"--fresh to move the previous run aside and start over")
 
 
 def _update_of(line: str) -> int | None:
