@@ -1,0 +1,56 @@
+"""Messages of the training commands: an unknown ``--config.<field>`` is one line naming the
+field as written and its closest fields (exit 2, before anything compiles)."""
+
+from __future__ import annotations
+
+import ml_collections
+import pytest
+
+from runtime.entry import unknown_field
+from tests.helpers import run_entry
+
+CONFIG = "--config=configs/cartpole_ppo.py"
+
+
+def _config() -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict(dict(
+        learning_rate=2.5e-4, seed=0, num_seeds=1, num_envs=8, num_steps=16,
+        debug=dict(actor_jitter_ms=0, nan_at_update=-1),
+        **{f"field_{i}": i for i in range(10)}))
+
+
+@pytest.mark.parametrize("path, line", [
+    ("lerning_rate", "lerning_rate: no such config field (did you mean learning_rate?)"),
+    ("LEARNING_RATE", "LEARNING_RATE: no such config field (did you mean learning_rate?)"),
+    ("num_env", "num_env: no such config field (did you mean num_envs, num_steps or "
+                "num_seeds?)"),
+    ("debug.actor_jiter_ms",
+     "debug.actor_jiter_ms: no such config field (did you mean debug.actor_jitter_ms?)"),
+    ("debug.nope", "debug.nope: no such config field (debug has actor_jitter_ms and "
+                   "nan_at_update)"),
+    ("nope.deeper", "nope: no such config field (no close match among the 16 fields of the "
+                    "config)"),
+    ("learning_rate.x", "learning_rate.x: no such config field (learning_rate is a float, not "
+                        "a group of fields)"),
+])
+def test_unknown_field_names_it_and_its_closest_fields(path, line):
+    assert unknown_field(_config(), path) == line
+
+
+@pytest.mark.parametrize("path", ["learning_rate", "debug.nan_at_update", "debug", "seed[0]"])
+def test_a_known_field_is_not_unknown(path):
+    assert unknown_field(_config(), path) is None
+
+
+@pytest.mark.parametrize("override, line", [
+    ("--config.lerning_rate=1e-3",
+     "config error: lerning_rate: no such config field (did you mean learning_rate?)"),
+    ("--config.debug.actor_jiter_ms=5", "config error: debug.actor_jiter_ms: no such config "
+                                         "field (did you mean debug.actor_jitter_ms?)"),
+])
+def test_unknown_override_exits_2_with_one_line(override, line, tmp_path):
+    workdir = tmp_path / "run"
+    proc = run_entry("anakin.main", [CONFIG, override, f"--workdir={workdir}"], timeout_s=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [line]
+    assert not workdir.exists()  # refused before the run began
