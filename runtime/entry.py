@@ -1,4 +1,4 @@
-"""What the training entry points (``anakin.main``, ``sebulba.main``) share: flag parsing,
+"""What the training entry points (``anakin.main``, ``sebulba.main``) share: their flags and
 validation first, then training and a summary.
 
 The flags parser and the exit codes are ``runtime.command``'s (shared with the evaluate
@@ -11,11 +11,13 @@ naming the path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
 import sys
 import tempfile
+from typing import Any
 
 from absl import flags
 from ml_collections import config_flags
@@ -33,6 +35,52 @@ TRAIN_ERRORS = (
     command.OneLine(("runtime.checkpoint.CheckpointError",), "checkpoint",
                     command.EXIT_FAILURE),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainFlags:
+    """The flags of a training command (``define_flags``).
+
+    Attributes:
+      config, workdir, fresh: absl flag holders of ``--config``, ``--workdir``, ``--fresh``.
+      default_config: the config file when the command line names none.
+    """
+
+    config: Any
+    workdir: Any
+    fresh: Any
+    default_config: str
+
+    def parse(self, argv):
+        """absl flags parser for ``app.run``: ``parse_flags`` of ``argv`` with
+        ``--config=<default_config>`` in front when ``argv`` names no config file."""
+        if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
+            argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
+        return parse_flags(argv)
+
+
+def define_flags(config: str, workdir: str) -> TrainFlags:
+    """Defines ``--config`` (default file ``config``), ``--workdir`` (default ``workdir``)
+    and ``--fresh``; the entry point adopts them as its key flags for ``--help`` to list
+    them (``flags.adopt_module_key_flags(runtime.entry)``) and parses with ``.parse``.
+
+    ``--config`` has no default of its own: ml_collections loads a default file, applying
+    the command line's ``--config.<field>`` overrides, when the flag is defined, at import,
+    where an unknown field would be a traceback instead of ``parse_flags``' one line.
+    """
+    holders = (
+        config_flags.DEFINE_config_file(
+            "config", None, "Config file, a Python file with get_config(); override its "
+            "fields with --config.<field>=<value>."),
+        flags.DEFINE_string(
+            "workdir", workdir, "Run directory (config.json, metrics.jsonl, checkpoints/); a "
+            "run there is resumed from its newest checkpoint."),
+        flags.DEFINE_bool(
+            "fresh", False, "Start over: move the previous run in --workdir aside (to "
+            "previous-<time>/) instead of resuming from its checkpoint."),
+    )
+    flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
+    return TrainFlags(*holders, default_config=config)
 
 
 def parse_flags(argv):
@@ -146,11 +194,11 @@ def _or_list(names: list[str], word: str = "or") -> str:
 
 def _config_value(argv) -> str | None:
     """The ``--config`` argument as given (with a ``:args`` suffix): the parsed flag's, else
-    the last ``--config=X`` / ``--config X`` in ``argv``, else the flag's default."""
+    the last ``--config=X`` / ``--config X`` in ``argv`` (None without one)."""
     try:
         return config_flags.get_config_filename(flags.FLAGS["config"])
     except Exception:  # noqa: BLE001 - not parsed (the parse failed before it)
-        value = flags.FLAGS["config"].default_as_str.strip("'\"")
+        value = None
         for i, arg in enumerate(argv[1:], start=1):
             if (found := re.match(r"^--?config=(.*)$", arg)) is not None:
                 value = found.group(1)

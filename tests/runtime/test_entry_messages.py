@@ -1,7 +1,10 @@
-"""Messages of the training commands: an unknown ``--config.<field>`` is one line naming the
-field as written and its closest fields (exit 2, before anything compiles)."""
+"""Messages and help of the entry points: an unknown ``--config.<field>`` is one line naming
+the field as written and its closest fields (exit 2, before anything compiles); ``--help``
+of the training and evaluate commands lists their own flags, each with its help."""
 
 from __future__ import annotations
+
+import re
 
 import ml_collections
 import pytest
@@ -42,15 +45,37 @@ def test_a_known_field_is_not_unknown(path):
     assert unknown_field(_config(), path) is None
 
 
+@pytest.mark.parametrize("config", [[CONFIG], []], ids=["config_given", "default_config"])
 @pytest.mark.parametrize("override, line", [
     ("--config.lerning_rate=1e-3",
      "config error: lerning_rate: no such config field (did you mean learning_rate?)"),
     ("--config.debug.actor_jiter_ms=5", "config error: debug.actor_jiter_ms: no such config "
                                          "field (did you mean debug.actor_jitter_ms?)"),
 ])
-def test_unknown_override_exits_2_with_one_line(override, line, tmp_path):
+def test_unknown_override_exits_2_with_one_line(override, line, config, tmp_path):
     workdir = tmp_path / "run"
-    proc = run_entry("anakin.main", [CONFIG, override, f"--workdir={workdir}"], timeout_s=60)
+    proc = run_entry("anakin.main", [*config, override, f"--workdir={workdir}"], timeout_s=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [line]
     assert not workdir.exists()  # refused before the run began
+
+
+def _flag_helps(text: str) -> dict[str, str]:
+    """``{flag: its help}`` of an absl ``--help`` text (``  --name: help`` lines)."""
+    found = re.findall(r"^  --(?:\[no\])?(\w+): (.*)$", text, flags=re.MULTILINE)
+    return {name: help_.strip() for name, help_ in found}
+
+
+@pytest.mark.parametrize("module, names", [
+    ("anakin.main", ["config", "workdir", "fresh"]),
+    ("sebulba.main", ["config", "workdir", "fresh"]),
+    ("anakin.evaluate", ["workdir", "episodes", "greedy", "video", "agent", "max_episode_steps"]),
+    ("sebulba.evaluate", ["workdir", "episodes", "greedy", "video", "agent",
+                          "max_episode_steps"]),
+])
+def test_help_lists_the_commands_own_flags(module, names):
+    proc = run_entry(module, ["--help"], timeout_s=60)  # absl's --help exits 1 after it
+    assert proc.stderr == "" and "Traceback" not in proc.stdout, proc.stderr
+    helps = _flag_helps(proc.stdout)
+    assert sorted(helps) == sorted(names), proc.stdout
+    assert all(len(h) > 10 for h in helps.values()), helps
