@@ -25,13 +25,18 @@ from runtime import evaluation as ev
 def agent_params(run, learner, agent: int):
     """``(params, seed, description)`` of agent ``agent`` of an AnakinRun's learner state."""
     if agent >= run.num_agents:
-        raise ev.EvalError(f"--agent: the run has {run.num_agents} agent(s), got {agent}")
+        raise ev.EvalError(f"--agent: the run has {_agents(run.num_agents)}, got {agent}")
     tags = run.tags[agent]
     if run.num_agents == 1:
         return learner.params, tags["seed"], "agent 0 of 1"
     params = jax.tree.map(lambda x: x[agent], learner.params)
     values = ", ".join(f"{k}={v}" for k, v in tags.items())
     return params, tags["seed"], f"agent {agent} of {run.num_agents} ({values})"
+
+
+def _agents(n: int) -> str:
+    """``"6 agents (0..5)"``: how many agents a run has and the valid ``--agent`` values."""
+    return "1 agent (0)" if n == 1 else f"{n} agents (0..{n - 1})"
 
 
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
@@ -63,10 +68,15 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
 
 
 def main() -> None:
-    """The command: ``configs/base.py`` fills the fields an older ``config.json`` lacks."""
+    """The command: ``configs/base.py`` fills the fields an older ``config.json`` lacks;
+    ``--help`` lists the evaluation flags (this module adopts them as its key flags)."""
+    from absl import flags
+
     from configs import base
     from envs.atari_scores import human_normalized_scores
 
+    ev.define_flags()
+    flags.adopt_module_key_flags(ev)
     ev.main(evaluate, defaults=base.get_config, normalize=human_normalized_scores)
 
 

@@ -6,23 +6,20 @@ Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 """
 
 from absl import app, flags
-from ml_collections import config_flags
 
-from runtime.entry import parse_flags, run_main
+from runtime import entry
 
-_CONFIG = config_flags.DEFINE_config_file("config", "configs/cartpole_ppo.py", "Config file.")
-_WORKDIR = flags.DEFINE_string("workdir", "runs/anakin", "Run directory.")
-_FRESH = flags.DEFINE_bool(
-    "fresh", False, "Start over: move the previous run in --workdir aside (to "
-    "previous-<time>/) instead of resuming from its checkpoint.")
+FLAGS = entry.define_flags(config="configs/cartpole_ppo.py", workdir="runs/anakin")
+flags.adopt_module_key_flags(entry)  # absl's --help lists only the main module's key flags
 
 
 def _main(argv):
     del argv
     from anakin.train import MODE, train
 
-    return run_main(_CONFIG.value, _WORKDIR.value, MODE, train, fresh=_FRESH.value)
+    return entry.run_main(FLAGS.config.value, FLAGS.workdir.value, MODE, train,
+                          fresh=FLAGS.fresh.value)
 
 
 if __name__ == "__main__":
-    app.run(_main, flags_parser=parse_flags)
+    app.run(_main, flags_parser=FLAGS.parse)

@@ -34,25 +34,27 @@ import time
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.cli import OneLineParser, output_dir_problem
+from runtime.cli import OneLineParser, doc_summary, output_dir_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = OneLineParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m benchmarks.ablate", description=doc_summary(__doc__))
     p.add_argument("--suite", required=True,
                    help=f"one or more of {', '.join(SUITES)}, comma-separated")
-    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 of every cell")
+    p.add_argument("--seeds", type=int, default=3,
+                   help="seeds 0..N-1 of every cell (default: %(default)s)")
     p.add_argument("--out", required=True, help="output directory (resumed if it exists)")
     p.add_argument("--budget_scale", type=float, default=1.0,
                    help="multiplies every env-step budget (at least 2 updates a run)")
     p.add_argument("--cell_timeout_s", type=float, default=3600.0,
-                   help="a cell running longer is stopped and counted as failed")
+                   help="seconds after which a cell is stopped and counted as failed "
+                        "(default: %(default)s)")
     p.add_argument("--cells", default="", help="only the cells whose name matches this "
                    "regular expression (e.g. '^anakin-')")
-    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar (tqdm)")
     args = p.parse_args(argv)
     suites = [s for s in args.suite.split(",") if s]
     if not suites:

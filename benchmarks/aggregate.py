@@ -44,7 +44,7 @@ import numpy as np
 from rliable import library, metrics
 
 from envs import atari_scores
-from runtime.cli import OneLineParser, output_dir_problem
+from runtime.cli import OneLineParser, doc_summary, output_dir_problem
 from runtime.command import single_line
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
@@ -351,16 +351,26 @@ def write_plot(report: dict, path: str) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line arguments (usage errors: one line, exit 2)."""
     p = OneLineParser(prog="python -m benchmarks.aggregate", error_prefix="aggregate: ",
-                      description=__doc__.splitlines()[0])
-    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
-    p.add_argument("--out", default=os.path.join(os.getcwd(), "aggregate"))
-    p.add_argument("--last_fraction", type=float, default=0.1)
-    p.add_argument("--reps", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=0)
+                      description=doc_summary(__doc__))
+    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR",
+                   help="run directories (config.json, metrics.jsonl); a num_seeds run "
+                        "holds one run per seed")
+    p.add_argument("--out", default=os.path.join(os.getcwd(), "aggregate"),
+                   help="directory for aggregate.md, .json and .png (default: ./aggregate)")
+    p.add_argument("--last_fraction", type=float, default=0.1,
+                   help="a run scores its mean return over this last fraction of its log "
+                        "lines (default: %(default)s)")
+    p.add_argument("--reps", type=int, default=2000,
+                   help="bootstrap replications of the 95%% intervals (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the bootstrap (default: %(default)s)")
     p.add_argument("--key", default="episode_return",
-                   help="metrics key to score, e.g. eval/episode_return")
+                   help="metrics key to score, e.g. eval/episode_return (default: "
+                        "%(default)s)")
     p.add_argument("--label", default=None, help="name in the report (default: algorithm)")
-    p.add_argument("--drop_extra_runs", action="store_true")
+    p.add_argument("--drop_extra_runs", action="store_true",
+                   help="keep the first k runs of every game, k the smallest count, instead "
+                        "of refusing unequal counts")
     return p.parse_args(argv)
 
 

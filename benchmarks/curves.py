@@ -17,16 +17,19 @@ from collections import defaultdict
 
 from benchmarks.common import read_rows
 from benchmarks.seeds import final_means
-from runtime.cli import OneLineParser
+from runtime.cli import OneLineParser, doc_summary
 
 
 def parse_args(argv=None):
-    p = OneLineParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m benchmarks.curves", description=doc_summary(__doc__))
     p.add_argument("--run", action="append", required=True,
-                   help="LABEL:DIR[,DIR...] (run directories with metrics.jsonl)")
+                   help="LABEL:DIR[,DIR...], repeatable: one curve per label over the run "
+                        "directories (with metrics.jsonl)")
     p.add_argument("--out", required=True, help="the PNG to write")
-    p.add_argument("--title", default="episode return")
-    p.add_argument("--target", type=float, default=None, help="dashed line and threshold")
+    p.add_argument("--title", default="episode return",
+                   help="title of the plot (default: %(default)s)")
+    p.add_argument("--target", type=float, default=None,
+                   help="a dashed line at this return; the agents reaching it are counted")
     args = p.parse_args(argv)
     for spec in args.run:
         label, _, dirs = spec.partition(":")

@@ -19,22 +19,25 @@ import subprocess
 import sys
 
 from benchmarks.common import format_table, read_rows
-from runtime.cli import OneLineParser
+from runtime.cli import OneLineParser, doc_summary
 
 LAST_FRACTION = 0.2
 
 
 def parse_args(argv=None):
-    p = OneLineParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m benchmarks.seeds", description=doc_summary(__doc__))
     p.add_argument("--config", required=True, help="an Anakin config file")
-    p.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1, in one program")
+    p.add_argument("--seeds", type=int, default=10,
+                   help="seeds 0..N-1, in one program (default: %(default)s)")
     p.add_argument("--out", required=True, help="output directory (variants resumed)")
     p.add_argument("--variant", action="append", default=[],
-                   help="NAME:field=value,field=value (empty after the colon: the config)")
+                   help="NAME:field=value,field=value, repeatable (empty after the colon: "
+                        "the config as it is)")
     p.add_argument("--set", action="append", default=[],
-                   help="field=value for every variant (e.g. num_envs=64)")
+                   help="field=value for every variant, repeatable (e.g. num_envs=64)")
     p.add_argument("--threshold", type=float, default=475.0,
-                   help="a seed counts as reaching it when its final-20%% mean is >= this")
+                   help="a seed counts as reaching it when its final-20%% mean is >= this "
+                        "(default: %(default)s)")
     p.add_argument("--rerun", action="store_true", help="run variants again even if done")
     args = p.parse_args(argv)
     if not args.variant:

@@ -10,6 +10,12 @@ import tempfile
 from runtime.command import single_line
 
 
+def doc_summary(doc: str) -> str:
+    """The first paragraph of a module docstring as one line: its summary sentence, whole
+    however many lines it takes (a command's ``--help`` description)."""
+    return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line, ``<error_prefix><message>``, exit code 2
     (argparse's own print a usage block first)."""

@@ -1,4 +1,4 @@
-"""What the training entry points (``anakin.main``, ``sebulba.main``) share: flag parsing,
+"""What the training entry points (``anakin.main``, ``sebulba.main``) share: their flags and
 validation first, then training and a summary.
 
 The flags parser and the exit codes are ``runtime.command``'s (shared with the evaluate
@@ -11,10 +11,13 @@ naming the path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import re
 import sys
 import tempfile
+from typing import Any
 
 from absl import flags
 from ml_collections import config_flags
@@ -34,6 +37,52 @@ TRAIN_ERRORS = (
     # A rerun of a finished run: nothing to do, said in one line.
     command.OneLine(("runtime.rundir.RunComplete",), "done", command.EXIT_OK),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainFlags:
+    """The flags of a training command (``define_flags``).
+
+    Attributes:
+      config, workdir, fresh: absl flag holders of ``--config``, ``--workdir``, ``--fresh``.
+      default_config: the config file when the command line names none.
+    """
+
+    config: Any
+    workdir: Any
+    fresh: Any
+    default_config: str
+
+    def parse(self, argv):
+        """absl flags parser for ``app.run``: ``parse_flags`` of ``argv`` with
+        ``--config=<default_config>`` in front when ``argv`` names no config file."""
+        if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
+            argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
+        return parse_flags(argv)
+
+
+def define_flags(config: str, workdir: str) -> TrainFlags:
+    """Defines ``--config`` (default file ``config``), ``--workdir`` (default ``workdir``)
+    and ``--fresh``; the entry point adopts them as its key flags for ``--help`` to list
+    them (``flags.adopt_module_key_flags(runtime.entry)``) and parses with ``.parse``.
+
+    ``--config`` has no default of its own: ml_collections loads a default file, applying
+    the command line's ``--config.<field>`` overrides, when the flag is defined, at import,
+    where an unknown field would be a traceback instead of ``parse_flags``' one line.
+    """
+    holders = (
+        config_flags.DEFINE_config_file(
+            "config", None, "Config file, a Python file with get_config(); override its "
+            "fields with --config.<field>=<value>."),
+        flags.DEFINE_string(
+            "workdir", workdir, "Run directory (config.json, metrics.jsonl, checkpoints/); a "
+            "run there is resumed from its newest checkpoint."),
+        flags.DEFINE_bool(
+            "fresh", False, "Start over: move the previous run in --workdir aside (to "
+            "previous-<time>/) instead of resuming from its checkpoint."),
+    )
+    flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
+    return TrainFlags(*holders, default_config=config)
 
 
 def parse_flags(argv):
@@ -56,43 +105,113 @@ def _config_problem(e: Exception, argv) -> str:
     problem = config_file_problem(_config_argument(argv))
     if problem is not None:
         return f"config error: --config: {problem}"
+    if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
+        unknown = _unknown_override(argv)
+        if unknown is not None:
+            return f"config error: {unknown}"
     message = " ".join(str(e).split())
     found = re.search(r"--config\.([\w.]+)", message)
     field = found.group(1) if found else "config"
-    if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
-        unknown = re.search(r"'(\w+)'", message)
-        if unknown:
-            field = _override_path(argv, unknown.group(1))
-        message = "no such config field"
-    elif isinstance(e, OSError):  # the config file itself did not load
+    if isinstance(e, OSError):  # the config file itself did not load
         message = message.split(" Attempted")[0]
     return f"config error: {field}: {message}"
 
 
-def _override_path(argv, name: str) -> str:
-    """The dotted path of the ``--config.<path>`` override whose component ``name`` is
-    unknown, up to that component (``debug.nope`` for ``--config.debug.nope=1``); ``name``
-    itself when no override has it."""
-    for arg in argv:
-        found = re.match(r"--config\.([\w.]+)", arg)
-        parts = found.group(1).split(".") if found else []
-        if name in parts:
-            return ".".join(parts[:parts.index(name) + 1])
-    return name
+def _unknown_override(argv) -> str | None:
+    """``unknown_field``'s line for the first ``--config.<path>`` override in ``argv`` (and
+    its flag files) that the config file lacks; None when none does or the file does not
+    load.
 
-
-def _config_argument(argv) -> str | None:
-    """The ``--config`` file as given: the parsed flag's, else the last ``--config=X`` /
-    ``--config X`` in ``argv``, else the flag's default; without a ``:args`` suffix."""
+    The line is found from the command line and the config, not from ml_collections' error:
+    that names only the unknown component, and when it has a close match the text is the
+    repr of ``KeyError("'lerning_rate'\\nDid you mean ...")`` inside an AttributeError,
+    quotes escaped, so the name was lost.
+    """
     try:
-        value = config_flags.get_config_filename(flags.FLAGS["config"])
+        config = flags.FLAGS["config"].parser.parse(_config_value(argv))
+        argv = flags.FLAGS.read_flags_from_files(list(argv), force_gnu=False)
+    except Exception:  # noqa: BLE001 - then the parse error's own text is the message
+        return None
+    for arg in argv:
+        if re.match(r"-{1,2}(no)?config\.", arg):  # ml_collections' own test for overrides
+            line = unknown_field(config, arg.split("=", 1)[0].split(".", 1)[1])
+            if line is not None:
+                return line
+    return None
+
+
+def unknown_field(config, path: str) -> str | None:
+    """``"<path>: no such config field (did you mean <close fields>?)"`` when the dotted
+    ``path`` of an override (``debug.nope``) is not a field of ``config``; None when it is.
+
+    The path is cut after its first unknown component (``nope`` for ``nope.deeper``); close
+    matches come from that component's parent ``ConfigDict`` (``difflib``). A component after
+    a value that is not a ``ConfigDict`` is unknown too; a subscript (``a[0]``) ends the check.
+    """
+    from ml_collections import ConfigDict
+    from ml_collections.config_flags import config_path
+
+    try:
+        parts = config_path.split(path)
+    except ValueError:
+        return None
+    node, walked = config, []
+    for part in parts:
+        if not isinstance(part, str):
+            return None
+        parent = ".".join(walked)
+        walked.append(part)
+        if not isinstance(node, ConfigDict):
+            kind = "None" if node is None else f"a {type(node).__name__}"
+            return (f"{'.'.join(walked)}: no such config field ({parent} is {kind}, not a "
+                    "group of fields)")
+        if part not in node:
+            return f"{'.'.join(walked)}: no such config field ({_close_fields(part, node, parent)})"
+        node = node[part]
+    return None
+
+
+MAX_LISTED_FIELDS = 10  # a group with no close match lists its fields up to this many
+
+
+def _close_fields(name: str, group, parent: str) -> str:
+    """``"did you mean a, b or c?"``: the fields of ``group`` (a ConfigDict at the dotted
+    ``parent``, "" for the top) closest to ``name``; without one, the group's fields (or how
+    many there are)."""
+    prefix = f"{parent}." if parent else ""
+    keys = {k.lower(): k for k in group.keys()}
+    close = [f"{prefix}{keys[k]}" for k in difflib.get_close_matches(name.lower(), keys, n=3)]
+    if close:
+        return f"did you mean {_or_list(close)}?"
+    where = parent or "the config"
+    if len(keys) <= MAX_LISTED_FIELDS:
+        return f"{where} has {_or_list(sorted(keys.values()), 'and')}"
+    return f"no close match among the {len(keys)} fields of {where}"
+
+
+def _or_list(names: list[str], word: str = "or") -> str:
+    """``"a, b or c"``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
+
+
+def _config_value(argv) -> str | None:
+    """The ``--config`` argument as given (with a ``:args`` suffix): the parsed flag's, else
+    the last ``--config=X`` / ``--config X`` in ``argv`` (None without one)."""
+    try:
+        return config_flags.get_config_filename(flags.FLAGS["config"])
     except Exception:  # noqa: BLE001 - not parsed (the parse failed before it)
-        value = flags.FLAGS["config"].default_as_str.strip("'\"")
+        value = None
         for i, arg in enumerate(argv[1:], start=1):
             if (found := re.match(r"^--?config=(.*)$", arg)) is not None:
                 value = found.group(1)
             elif re.match(r"^--?config$", arg) and i + 1 < len(argv):
                 value = argv[i + 1]
+        return value
+
+
+def _config_argument(argv) -> str | None:
+    """The ``--config`` file as given (``_config_value``) without a ``:args`` suffix."""
+    value = _config_value(argv)
     return value.split(":", 1)[0] if value else value
 
 

@@ -247,14 +247,18 @@ class Evaluation:
 
 
 def define_flags() -> None:
-    """The evaluation flags (absl), shared by both entry points."""
+    """The evaluation flags (absl), shared by both entry points. absl's ``--help`` lists only
+    the main module's key flags, and these are this module's: the entry point adopts them
+    (``flags.adopt_module_key_flags(runtime.evaluation)``) after calling this."""
     from absl import flags
 
-    flags.DEFINE_string("workdir", None, "Run directory (config.json and checkpoints/).")
+    flags.DEFINE_string("workdir", None,
+                        "Run directory to evaluate (config.json and checkpoints/); required.")
     flags.DEFINE_integer("episodes", 10, "Episodes to play (the first of one env each).")
     flags.DEFINE_boolean("greedy", False, "Argmax actions instead of sampling the policy.")
     flags.DEFINE_string("video", "", "Write env 0's first episode here (.mp4 or .gif).")
-    flags.DEFINE_integer("agent", 0, "Agent of a num_seeds/sweep Anakin run to evaluate.")
+    flags.DEFINE_integer("agent", 0, "Agent of a num_seeds or sweep run, 0..N-1 (a Sebulba run "
+                         "has one: 0).")
     flags.DEFINE_integer("max_episode_steps", 0, "Time-limit override (0: the env's own).")
 
 
@@ -331,13 +335,13 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
 def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
          defaults: Callable[[], ml_collections.ConfigDict] | None = None,
          normalize: Normalizer | None = None) -> None:
-    """``python -m <mode>.evaluate``: the flags, then ``run(evaluate, defaults, normalize)``
-    (the entry point passes ``configs.base.get_config`` and the env's score normaliser)."""
+    """``python -m <mode>.evaluate``: parses the flags (``define_flags``, called by the entry
+    point), then ``run(evaluate, defaults, normalize)`` (the entry point passes
+    ``configs.base.get_config`` and the env's score normaliser)."""
     from absl import app
 
     def _main(argv):
         del argv
         run(evaluate, defaults, normalize)
 
-    define_flags()
     app.run(_main, flags_parser=parse_flags)

@@ -366,8 +366,8 @@ class RunDir:
             k = changed[0]
             raise ConfigError(
                 f"{k}: the checkpoint in {self.workdir} was made with {saved.get(k)!r}, not "
-                f"{now.get(k)!r}; resume with the same value, pass --fresh to move the "
-                f"previous run aside and start over, or use a new --workdir")
+                f"{now.get(k)!r}; resume with the same value, use a new --workdir, or pass "
+                f"--fresh to move the previous run aside and start over")
         old_total = saved.get("total_env_steps")
         if old_total is None or old_total == now.get("total_env_steps"):
             return None

@@ -4,6 +4,7 @@ loop, and bad arguments (exit 2, one line)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from anakin.episodes import play_episodes
+from anakin.evaluate import agent_params
 from anakin.train import train
 from configs import cartpole_ppo
 from envs import registry
@@ -18,6 +20,7 @@ from envs.render import CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
 from runtime.distributed import data_mesh
+from runtime.evaluation import EvalError
 from runtime.stats import parse_table
 from tests.helpers import read_video, run_entry
 
@@ -101,3 +104,15 @@ def test_bad_arguments_exit_2_with_one_line(args, flag, tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {flag}"), proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("num_agents, agent, line", [
+    (6, 6, "--agent: the run has 6 agents (0..5), got 6"),
+    (2, 9, "--agent: the run has 2 agents (0..1), got 9"),
+    (1, 1, "--agent: the run has 1 agent (0), got 1"),
+])
+def test_agent_out_of_range_names_the_valid_range(num_agents, agent, line):
+    run = SimpleNamespace(num_agents=num_agents, tags=[{"seed": s} for s in range(num_agents)])
+    with pytest.raises(EvalError) as raised:
+        agent_params(run, learner=None, agent=agent)
+    assert str(raised.value) == line

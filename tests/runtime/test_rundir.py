@@ -226,8 +226,12 @@ def test_resume_refuses_a_changed_field_that_matters(tmp_path):
     changed = _config(log_every=2, num_steps=64)
     rundir = RunDir(changed, str(tmp_path), 10, STEPS_PER_UPDATE)
     try:
-        with pytest.raises(ConfigError, match=r"^num_steps: .*128.*64"):
+        with pytest.raises(ConfigError, match=r"^num_steps: .*128.*64") as raised:
             rundir.restore_or(_state(0))
+        assert str(raised.value) == (
+            f"num_steps: the checkpoint in {tmp_path} was made with 128, not 64; resume "
+            "with the same value, use a new --workdir, or pass --fresh to move the previous "
+            "run aside and start over")
     finally:
         rundir.close()
 

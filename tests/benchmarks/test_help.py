@@ -1,0 +1,67 @@
+"""``--help`` of the benchmark commands: a description that is the docstring's whole summary
+sentence, and help text for every option."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+from runtime.cli import doc_summary
+
+OPTIONS = {
+    "aggregate": ["RUN_DIR", "--out", "--last_fraction", "--reps", "--seed", "--key", "--label",
+                  "--drop_extra_runs"],
+    "ablate": ["--suite", "--seeds", "--out", "--budget_scale", "--cell_timeout_s", "--cells",
+               "--no_progress"],
+    "seeds": ["--config", "--seeds", "--out", "--variant", "--set", "--threshold", "--rerun"],
+    "curves": ["--run", "--out", "--title", "--target"],
+}
+
+
+def _help_text(name: str, capsys) -> str:
+    module = importlib.import_module(f"benchmarks.{name}")
+    with pytest.raises(SystemExit) as exited:
+        module.parse_args(["--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    """``(description, {option: its help})`` of an argparse help text (entries at indent 2,
+    their help after two spaces or on the lines below)."""
+    description, helps, current, in_options = [], {}, None, False
+    for line in text.splitlines()[1:]:
+        if re.match(r"^(positional arguments|options):$", line):
+            in_options = True
+        elif not in_options:
+            if line and not line.startswith(" "):  # usage continues indented
+                description.append(line)
+        elif re.match(r"^  \S", line):
+            invocation, _, rest = re.split(r"(\s{2,})", line.strip() + "  ", maxsplit=1)
+            current = invocation.split()[0].rstrip(",")
+            helps[current] = rest.strip()
+        elif line.strip() and current is not None:
+            helps[current] = f"{helps[current]} {line.strip()}".strip()
+    return " ".join(" ".join(description).split()), helps
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_help_has_a_whole_description_and_help_for_every_option(name, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    description, helps = _sections(_help_text(name, capsys))
+    module = importlib.import_module(f"benchmarks.{name}")
+    assert description == doc_summary(module.__doc__)
+    assert description.endswith("."), description
+    assert set(OPTIONS[name]) <= set(helps), helps
+    assert all(helps.values()), {k: v for k, v in helps.items() if not v}
+
+
+def test_aggregate_description_is_not_cut():
+    from benchmarks import aggregate
+
+    assert doc_summary(aggregate.__doc__) == (
+        "Atari results the way papers report them: human-normalised median, mean, IQM and "
+        "optimality gap over games and runs, with stratified-bootstrap 95% intervals "
+        "(rliable).")
