@@ -31,6 +31,7 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
+HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpfull", "--helpshort", "--helpxml")
 
 
 class UsageError(Exception):
@@ -147,6 +148,10 @@ def parse_flags(argv: Sequence[str], problem: Callable[[Exception, Sequence[str]
         rest = flags.FLAGS(argv)
         if check is not None:
             check(rest)
+    except SystemExit as e:  # absl ends --help / --helpfull with exit code 1: asked for, 0
+        if e.code == 1 and any(a.split("=")[0] in HELP_FLAGS for a in argv[1:]):
+            sys.exit(EXIT_OK)
+        raise
     except Exception as e:  # noqa: BLE001 - ``problem`` says which are bad input
         line = problem(e, argv)
         if line is None:
