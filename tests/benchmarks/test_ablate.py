@@ -170,6 +170,30 @@ def test_cell_env_sets_fake_devices_only_where_asked(monkeypatch):
     assert "device_count=4" in ablate.cell_env(dev)["XLA_FLAGS"]
 
 
+def _finish(out: str, cell) -> None:
+    """Writes the ``cell.json`` of a finished run of ``cell``'s command."""
+    workdir = ablate.cell_dir(out, cell)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "cell.json"), "w") as f:
+        json.dump({"name": cell.name, "command": ablate.cell_command(cell, workdir)}, f)
+
+
+def test_cells_not_selected_are_not_run_not_unfinished(tmp_path):
+    """Selected and failed, or left by an earlier invocation: not finished; never selected and
+    never started: not run, named with the --cells expression."""
+    a, b, c, d = ablate_suites.suite_cells("pipelines", 1)[:4]
+    out = str(tmp_path)
+    _finish(out, a)
+    os.makedirs(ablate.cell_dir(out, c))  # an earlier invocation's interrupted attempt
+    not_finished, not_run = ablate.missing_cells([a, b, c, d], out, {a.name, b.name})
+    assert (not_finished, not_run) == ([b.name, c.name], [d.name])
+    assert ablate.missing_cells([a, b, c, d], out) == ([b.name, c.name, d.name], [])
+    note = ablate.missing_note(not_finished, not_run, "^x-")
+    assert f"): {b.name}, {c.name}.\n" in note and note.count("Not finished") == 1
+    assert f"\nNot run (not selected by --cells=^x-): {d.name}.\n" in note
+    assert ablate.missing_note([], [], "") == ""
+
+
 def _run_ablate(out, *extra):
     return subprocess.run(
         [sys.executable, "-m", "benchmarks.ablate", "--suite=pipelines", "--seeds=1",
@@ -220,4 +244,8 @@ def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
         assert changed == (c == "sync-j10-t1-s0"), c
     with open(out / "results.csv") as f:
         assert len(list(csv.DictReader(f))) == 6  # the whole suite's finished runs
-    assert "Not finished:" in (out / "results.md").read_text()  # the cells never run here
+    md = (out / "results.md").read_text()
+    assert "Not finished" not in md  # every selected cell finished
+    never = [c.name for c in ablate_suites.suite_cells("pipelines", 1)
+             if not re.search(r"-(j0|j10)-t1-", c.name)]  # no invocation here selected them
+    assert f"Not run (not selected by --cells=^sync-j10-t1-): {', '.join(never)}." in md
