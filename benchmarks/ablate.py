@@ -13,8 +13,11 @@ A progress bar (tqdm) counts the cells. It resumes: a cell whose run directory h
 ``cell.json`` (written once its program exited 0) with this cell's command (module, config
 file, overrides: budget included) is not run again; a cell interrupted half-way, or run
 with another command, starts over. The report always covers the whole suite: ``--cells``
-chooses what runs, not what is reported. A failed cell is reported with its log file and
-the others still run (exit code 1 at the end). Several suites:
+chooses what runs, not what is reported (cells finished in an earlier invocation are in
+it). ``results.md`` names the cells it has no results of in two lists: not finished (a
+selected cell that failed or was interrupted, or one an earlier invocation left
+unfinished) and not run (not selected by ``--cells``, never started). A failed cell is
+reported with its log file and the others still run (exit code 1 at the end). Several suites:
 ``--suite=architectures,pipelines``, each in ``DIR/<suite>`` then. ``--budget_scale``
 multiplies every env-step budget (tests and the notebooks run tiny suites with it).
 """
@@ -30,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Collection
 
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
@@ -193,7 +197,7 @@ def run_suite(cells: list[Cell], out: str, *, timeout_s: float, progress: bool) 
 # --- report --------------------------------------------------------------------------------
 
 
-def load_records(cells: list[Cell], out: str) -> tuple[list[dict], dict]:
+def load_records(cells: list[Cell], out: str) -> tuple[list[dict], Callable[[dict], list]]:
     """Records of every finished cell, and ``rows_of(record)`` -> that run's metric rows."""
     records, rows_by_run = [], {}
     for cell in cells:
@@ -204,12 +208,49 @@ def load_records(cells: list[Cell], out: str) -> tuple[list[dict], dict]:
             rows_by_run[(rec["cell"], rec["seed"])] = [
                 r for r in rows if r.get("seed", rec["seed"]) == rec["seed"]]
             records.append(rec)
-    return records, rows_by_run
+    return records, lambda rec: rows_by_run[(rec["cell"], rec["seed"])]
 
 
-def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
-    """Writes results.csv, results.md and the plots of ``suite``; returns the files."""
-    records, rows_by_run = load_records(cells, out)
+def missing_cells(cells: list[Cell], out: str,
+                  selected: Collection[str] | None = None) -> tuple[list[str], list[str]]:
+    """``(not finished, not run)``: the names of the cells of ``cells`` without a finished
+    run of their command in ``out``, split by why.
+
+    Not finished: selected this time (``selected``: the names ``--cells`` chose, None for
+    all) and failed or interrupted, or left a run directory from an earlier invocation (which
+    failed, was interrupted or ran another command). Not run: not selected and no run
+    directory, so never started here.
+    """
+    not_finished, not_run = [], []
+    for c in cells:
+        if is_done(out, c):
+            continue
+        started = selected is None or c.name in selected or os.path.isdir(cell_dir(out, c))
+        (not_finished if started else not_run).append(c.name)
+    return not_finished, not_run
+
+
+def missing_note(not_finished: list[str], not_run: list[str], pattern: str) -> str:
+    """The lines of results.md that name the cells it has no results of (empty if none)."""
+    lines = []
+    if not_finished:
+        lines.append(f"Not finished (failed, interrupted, or run with another command; their "
+                     f"logs: runs/<cell>/log.txt): {', '.join(not_finished)}.")
+    if not_run:
+        lines.append(f"Not run (not selected by --cells={pattern}): {', '.join(not_run)}.")
+    return "".join(f"\n{line}\n" for line in lines)
+
+
+def write_report(suite: str, cells: list[Cell], out: str,
+                 selected: Collection[str] | None = None, pattern: str = "") -> list[str]:
+    """Writes results.csv, results.md and the plots of ``suite``; returns the files.
+
+    Args:
+      cells: every cell of the suite (the report covers them all).
+      selected: the names of the cells this invocation ran (``--cells``), None for all.
+      pattern: the ``--cells`` expression, named beside the cells it did not select.
+    """
+    records, rows_of = load_records(cells, out)
     if not records:
         return []
     csv_path = os.path.join(out, "results.csv")
@@ -235,7 +276,7 @@ def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
                                "Sebulba stage times per update"),
         ]
     elif suite == "pipelines":
-        spreads = report.pipeline_spreads(records, lambda r: rows_by_run[(r["cell"], r["seed"])])
+        spreads = report.pipeline_spreads(records, rows_of)
         sections = [("Pipelines", report.pipelines_table(records, spreads))]
         fields = ("pipeline", "jitter_ms", "threads")
         files += [
@@ -265,13 +306,12 @@ def write_report(suite: str, cells: list[Cell], out: str) -> list[str]:
             report.plot_stages(png("sebulba_stage_times"), records, ("algorithm",),
                                "Sebulba Breakout-v5 stage times per update"),
         ]
-    missing = [c.name for c in cells if not is_done(out, c)]
+    note = missing_note(*missing_cells(cells, out, selected), pattern)
     md_path = os.path.join(out, "results.md")
     with open(md_path, "w") as f:
         f.write(f"# Ablation suite `{suite}`\n\n")
         f.write(f"{len(records)} runs; machine: {machine_line()}.\n")
-        if missing:
-            f.write(f"\nNot finished: {', '.join(missing)}.\n")
+        f.write(note)
         for title, body in sections:
             f.write(f"\n## {title}\n\n{body}\n")
         f.write("\n## Plots\n\n" + "".join(f"![{os.path.basename(p)}]({os.path.basename(p)})\n"
@@ -303,7 +343,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         failures += run_suite(cells, out, timeout_s=args.cell_timeout_s,
                               progress=not args.no_progress)
-        files = write_report(suite, every, out)  # the whole suite, whatever --cells ran
+        # The whole suite, whatever --cells ran: cells finished earlier are reported.
+        files = write_report(suite, every, out, {c.name for c in cells}, args.cells)
         print(f"{suite}: {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote "
               f"{', '.join(os.path.basename(f) for f in files)} in {out}")
     for f in failures:

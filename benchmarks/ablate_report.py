@@ -411,30 +411,53 @@ def plot_sps(path: str, records, fields: Sequence[str], title: str) -> str:
     return path
 
 
-def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str:
-    """Sebulba stage seconds per update as stacked bars: an actor bar and a learner bar per
-    group (they run concurrently)."""
+STAGE_FIG_WIDTH_IN = 9.0  # the stage plot's width, whatever its number of groups
+STAGE_SLOT_IN = 0.2  # height of one bar slot (a group: actor bar, learner bar, a gap)
+
+
+def stage_figure_size(num_groups: int) -> tuple[float, float]:
+    """``(width, height)`` in inches of the stage plot: a fixed width, and a height that
+    grows with the groups (three bar slots each) above the room for title, axis and
+    legend."""
+    return STAGE_FIG_WIDTH_IN, 2.2 + STAGE_SLOT_IN * 3 * num_groups
+
+
+def stage_figure(records, fields: Sequence[str], title: str):
+    """The figure of ``plot_stages``: one row per group and thread kind, horizontal bars
+    stacked stage by stage, groups top to bottom in first-seen order, the legend below."""
     plt = _pyplot()
     grps = groups([r for r in records if "learner_step_s" in r], fields)
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(grps) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=stage_figure_size(len(grps)), layout="constrained")
     ticks, labels = [], []
     for i, (key, recs) in enumerate(grps.items()):
         for j, (who, stages) in enumerate((("actor", ACTOR_STAGES),
                                            ("learner", LEARNER_STAGES))):
-            x, bottom = 3 * i + j, 0.0
+            y, left = 3 * i + j, 0.0
             for s in stages:
                 v = _mean(r[f"{s}_s"] for r in recs) or 0.0
-                ax.bar(x, v, bottom=bottom, color=STAGE_COLORS[s],
-                       label=s if i == 0 else None)
-                bottom += v
-            ticks.append(x)
+                ax.barh(y, v, left=left, height=0.85, color=STAGE_COLORS[s],
+                        label=s if i == 0 else None)
+                left += v
+            ticks.append(y)
             labels.append(f"{_label(key, fields)}: {who}")
-    ax.set_xticks(ticks, labels, rotation=35, ha="right", fontsize=7)
-    ax.set_ylabel("seconds per update\n(median over lines, mean over seeds)", fontsize=9)
-    ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_ylim(3 * len(grps) - 0.5, -0.7)  # the first group on top
+    ax.set_xlabel("seconds per update (median over log lines, mean over seeds)", fontsize=9)
+    ax.set_title("actor threads and the learner run at the same time: compare their bars, "
+                 "do not add them", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    fig.legend(loc="outside lower center", ncol=4, fontsize=8, title="stage",
+               title_fontsize=8)
+    return fig
+
+
+def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str:
+    """Sebulba stage seconds per update as stacked horizontal bars, an actor bar and a
+    learner bar per group (they run concurrently), at a fixed width
+    (``stage_figure_size``) however many groups there are."""
+    plt = _pyplot()
+    fig = stage_figure(records, fields, title)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

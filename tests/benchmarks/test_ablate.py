@@ -141,6 +141,62 @@ def test_wait_fractions():
     assert ablate_report.wait_fractions(stages) == (pytest.approx(0.25), pytest.approx(0.25))
 
 
+def _stage_records(pipes=ablate_suites.PIPELINES, jitters=ablate_suites.JITTERS_MS,
+                   threads=ablate_suites.THREADS) -> list[dict]:
+    """One record per group of the pipelines grid, every stage time set (actors 0.2 s,
+    learner 0.4 s per update)."""
+    stages = ablate_report.ACTOR_STAGES + ablate_report.LEARNER_STAGES
+    return [{"pipeline": p, "jitter_ms": j, "threads": t,
+             **{f"{s}_s": 0.1 if s in ablate_report.LEARNER_STAGES else 0.04 for s in stages}}
+            for p in pipes for j in jitters for t in threads]
+
+
+def _png_size(path) -> tuple[int, int]:
+    """``(width, height)`` in pixels, from the PNG's header."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def _fits(fig) -> bool:
+    """Whether everything a drawn figure shows (texts, legend, axes) lies inside it: nothing
+    clipped in its PNG."""
+    fig.canvas.draw()
+    drawn, page = fig.get_tightbbox(fig.canvas.get_renderer()), fig.bbox_inches
+    tol = 1 / 110  # one pixel at the plots' dpi
+    return (drawn.x0 >= page.x0 - tol and drawn.y0 >= page.y0 - tol
+            and drawn.x1 <= page.x1 + tol and drawn.y1 <= page.y1 + tol)
+
+
+@pytest.mark.parametrize("num_groups", [1, 4, 18])
+def test_stage_plot_width_is_bounded_and_its_labels_fit(tmp_path, num_groups):
+    """The pipelines grid (18 groups) was 2596 px wide; now every group count gives the same
+    width, one labelled bar per group and thread kind, title, axis unit and legend in the
+    figure."""
+    fields = ablate_report.PIPE_FIELDS
+    recs = _stage_records()[:num_groups]
+    path = ablate_report.plot_stages(str(tmp_path / "stages.png"), recs, fields, "Stages")
+    width, height = _png_size(path)
+    assert width <= 1000 and height <= 110 * ablate_report.stage_figure_size(18)[1] + 1
+    assert width == _png_size(ablate_report.plot_stages(
+        str(tmp_path / "one.png"), recs[:1], fields, "Stages"))[0]
+    fig = ablate_report.stage_figure(recs, fields, "Sebulba stage times per update")
+    try:
+        assert _fits(fig)
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(labels) == 2 * num_groups
+        assert labels[:2] == ["sync, jitter 0 ms, 1 thr: actor",
+                              "sync, jitter 0 ms, 1 thr: learner"]
+        assert "seconds per update" in ax.get_xlabel()
+        assert fig.get_suptitle() == "Sebulba stage times per update"
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert legend == list(ablate_report.ACTOR_STAGES + ablate_report.LEARNER_STAGES)
+    finally:
+        ablate_report._pyplot().close(fig)
+
+
 def test_bad_arguments_exit_2_with_one_line(capsys):
     for argv, message in (
             (["--suite=nope", "--out=x"], "config error: suite"),
@@ -168,6 +224,30 @@ def test_cell_env_sets_fake_devices_only_where_asked(monkeypatch):
     dev = ablate_suites.suite_cells("devices", 1)[0]
     assert ablate.cell_env(pipe)["XLA_FLAGS"] == "--foo=1"
     assert "device_count=4" in ablate.cell_env(dev)["XLA_FLAGS"]
+
+
+def _finish(out: str, cell) -> None:
+    """Writes the ``cell.json`` of a finished run of ``cell``'s command."""
+    workdir = ablate.cell_dir(out, cell)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "cell.json"), "w") as f:
+        json.dump({"name": cell.name, "command": ablate.cell_command(cell, workdir)}, f)
+
+
+def test_cells_not_selected_are_not_run_not_unfinished(tmp_path):
+    """Selected and failed, or left by an earlier invocation: not finished; never selected and
+    never started: not run, named with the --cells expression."""
+    a, b, c, d = ablate_suites.suite_cells("pipelines", 1)[:4]
+    out = str(tmp_path)
+    _finish(out, a)
+    os.makedirs(ablate.cell_dir(out, c))  # an earlier invocation's interrupted attempt
+    not_finished, not_run = ablate.missing_cells([a, b, c, d], out, {a.name, b.name})
+    assert (not_finished, not_run) == ([b.name, c.name], [d.name])
+    assert ablate.missing_cells([a, b, c, d], out) == ([b.name, c.name, d.name], [])
+    note = ablate.missing_note(not_finished, not_run, "^x-")
+    assert f"): {b.name}, {c.name}.\n" in note and note.count("Not finished") == 1
+    assert f"\nNot run (not selected by --cells=^x-): {d.name}.\n" in note
+    assert ablate.missing_note([], [], "") == ""
 
 
 def _run_ablate(out, *extra):
@@ -220,4 +300,8 @@ def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
         assert changed == (c == "sync-j10-t1-s0"), c
     with open(out / "results.csv") as f:
         assert len(list(csv.DictReader(f))) == 6  # the whole suite's finished runs
-    assert "Not finished:" in (out / "results.md").read_text()  # the cells never run here
+    md = (out / "results.md").read_text()
+    assert "Not finished" not in md  # every selected cell finished
+    never = [c.name for c in ablate_suites.suite_cells("pipelines", 1)
+             if not re.search(r"-(j0|j10)-t1-", c.name)]  # no invocation here selected them
+    assert f"Not run (not selected by --cells=^sync-j10-t1-): {', '.join(never)}." in md
