@@ -247,9 +247,9 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     state = rundir.restore_or(run.init_state())
     start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     try:
-        compile_s = run.compile(state)  # (a finished run stopped in restore_or)
-        first = True
         with SignalFlag() as flag:
+            compile_s = run.compile(state)  # (a finished run stopped in restore_or)
+            first = True
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()
                 state, out = run.call(state, k)
