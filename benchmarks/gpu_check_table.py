@@ -263,14 +263,13 @@ def _read_text(path: str) -> str:
         return ""
 
 
-CLOCK_WORDS = ("time", "sps", "wall")  # metrics keys that depend on the clock (DESIGN.md)
-
-
 def determinism_line(workdir_a: str, workdir_b: str) -> str:
     """Whether two runs of one seed (the check's ``deterministic=True`` pair) logged the
     same metrics, clock keys aside: one line naming the first difference if not."""
+    from runtime.metrics import is_clock_key  # (only here: the other commands need no JAX)
+
     def steady(path):
-        return [{k: v for k, v in row.items() if not any(w in k for w in CLOCK_WORDS)}
+        return [{k: v for k, v in row.items() if not is_clock_key(k)}
                 for row in read_metrics(os.path.join(path, "metrics.jsonl"))]
 
     a, b = steady(workdir_a), steady(workdir_b)

@@ -27,6 +27,15 @@ from rlcore.types import EpisodeSummary
 from runtime import failure, run_files
 from runtime.fields import SWEEPABLE
 
+# The metrics.jsonl contract: every key that depends on the clock has one of these in its
+# name; every other value is reproducible.
+CLOCK_WORDS = ("time", "sps", "wall")
+
+
+def is_clock_key(key: str) -> bool:
+    """Whether a metrics.jsonl key depends on the clock (and so differs run to run)."""
+    return any(word in key for word in CLOCK_WORDS)
+
 
 def _to_python(value):
     value = np.asarray(value)
@@ -191,11 +200,11 @@ class MetricsLogger:
     def close(self) -> None:
         """Closes every sink (each one even after another failed to close: their threads
         stop), then raises the first failure."""
-        jsonl, tb, wandb = self._jsonl, self._tb, self._wandb
+        closers = [sink.close for sink in (self._jsonl, self._tb) if sink is not None]
+        if self._wandb is not None:
+            closers.append(self._wandb.finish)
         self._jsonl = self._tb = self._wandb = None
-        failure.close_all(*(close for sink, close in (
-            (jsonl, lambda: jsonl.close()), (tb, lambda: tb.close()),
-            (wandb, lambda: wandb.finish())) if sink is not None))
+        failure.close_all(*closers)
 
 
 def eval_scalars(evals: EpisodeSummary) -> dict[str, float]:

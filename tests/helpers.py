@@ -7,16 +7,8 @@ import os
 
 import numpy as np
 
+from runtime.metrics import is_clock_key
 from runtime.video import quiet_fork
-
-# The metrics.jsonl contract: every key that depends on the clock has one of these in its
-# name; every other value is reproducible.
-CLOCK_WORDS = ("time", "sps", "wall")
-
-
-def is_clock_key(key: str) -> bool:
-    """Whether a metrics.jsonl key depends on the clock (and so differs run to run)."""
-    return any(word in key for word in CLOCK_WORDS)
 
 
 def read_metrics(workdir: str) -> list[dict]:
