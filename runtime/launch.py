@@ -71,6 +71,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="after a forwarded SIGINT/SIGTERM, seconds the processes have to "
                         "checkpoint and exit before they are killed")
     flags = parser.parse_args(own)
+    for name, value in vars(flags).items():  # argparse turns a value "--" into [] untyped
+        _check(not isinstance(value, list), f"--{name}: expected a number, got '--'")
     _check(flags.num_processes >= 1, f"--num_processes: must be >= 1, got {flags.num_processes}")
     _check(flags.devices_per_process >= 1,
            f"--devices_per_process: must be >= 1, got {flags.devices_per_process}")
