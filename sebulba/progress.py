@@ -103,8 +103,9 @@ class Progress:
                 if due:
                     self._due = now + EVERY_S
             line = self.line(now) if due else None
-            if line is not None:
-                print(line, file=sys.stderr, flush=True)
+            if line is not None:  # one write: whole, beside the main thread's lines
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
 
     def close(self) -> None:
         """Stops the thread."""
