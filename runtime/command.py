@@ -38,6 +38,13 @@ class UsageError(Exception):
     """A bad command line found after absl parsed it (e.g. unexpected arguments)."""
 
 
+class ExitNow(SystemExit):  # noqa: N818 - an exit, as SystemExit
+    """An exit (130/143 after a signal) that leaves device work in flight, which an
+    interpreter exit would wait for: ``run_command`` ends the process at once
+    (``os._exit``) once the command's own files are closed (the trainer closes them in
+    ``finally``). Anywhere else it is a plain ``SystemExit``."""
+
+
 @dataclasses.dataclass(frozen=True)
 class OneLine:
     """Errors printed as one line ``"<prefix>: <error>"`` with exit code ``code``.
@@ -83,7 +90,7 @@ def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
       body: the command's work (its output printed by itself).
       one_line: the error kinds reported as one line, first match wins; any other error is
         a runtime failure (exit 1). A ``SystemExit`` (e.g. 130/143 after a signal) passes
-        through; ``KeyboardInterrupt`` exits 130.
+        through (``ExitNow``: the process ends at once); ``KeyboardInterrupt`` exits 130.
       details: the file for library output and tracebacks (``runtime.failure``): from now
         on the libraries write there, and a runtime failure is one summary line naming it,
         after which the console stays silent. None: a runtime failure prints its traceback.
@@ -92,6 +99,10 @@ def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
         failure.capture(details, console_logging=_verbosity_given())
     try:
         body()
+    except ExitNow as e:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code)
     except SystemExit:
         raise
     except KeyboardInterrupt:

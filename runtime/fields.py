@@ -103,6 +103,7 @@ debug                       config  -          yes        -
 debug.actor_jitter_ms       int     -          yes        -
 debug.fail_actor_at_update  int     -          yes        -
 debug.nan_at_update         int     -          yes        -
+debug.learner_delay_ms      int     -          yes        -
 sweep                       config  -          -          -
 """
 

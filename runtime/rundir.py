@@ -220,19 +220,24 @@ class RunDir:
         return update == self.total or (every > 0 and update // every > previous // every)
 
     def checkpoint_or_exit(self, update: int, previous: int, state,
-                           exit_code: int | None) -> None:
+                           exit_code: int | None, in_flight: int | None = None) -> None:
         """After updates ``previous + 1 .. update``: checkpoints when due or when the run
         stops on a signal (``exit_code`` 130/143, agreed by every process), then stops.
 
+        Args:
+          in_flight: the update a signal abandoned while it ran (Sebulba), for the line;
+            ``state`` is then the one before it, ``update``'s.
+
         Raises:
-          SystemExit: ``exit_code``, once the checkpoint is written.
+          SystemExit: ``exit_code``, once the checkpoint is written (none at update 0: a
+            rerun starts over the same way).
         """
         if exit_code is not None and signals.current() is not None:
             signals.current().acting()  # the watcher lets this checkpoint finish
         if exit_code is not None and self.main:
-            print(stopping_line(exit_code, update, self.ckpt is not None), file=sys.stderr,
-                  flush=True)
-        if self.checkpoint_due(update, previous) or exit_code is not None:
+            print(stopping_line(exit_code, update, self.ckpt is not None, in_flight),
+                  file=sys.stderr, flush=True)
+        if self.checkpoint_due(update, previous) or (exit_code is not None and update > 0):
             self.save(update, state)
         if exit_code is not None:
             raise SystemExit(exit_code)
@@ -380,13 +385,21 @@ class RunDir:
         return int(old_total)
 
 
-def stopping_line(exit_code: int, update: int, saving: bool) -> str:
-    """The console line of a run stopping on a signal: what it does, how to go on."""
+def stopping_line(exit_code: int, update: int, saving: bool,
+                  in_flight: int | None = None) -> str:
+    """The console line of a run stopping on a signal after ``update`` updates (abandoning
+    update ``in_flight`` where one was running): what it does, how to go on."""
     name = "SIGINT" if exit_code == signals.CODES[signal.SIGINT] else "SIGTERM"
+    abandoning = "" if in_flight is None else f"abandoning update {in_flight} in flight, "
     if not saving:
-        return f"{name}: stopping after update {update} (no --workdir: nothing is saved)"
-    return (f"{name}: saving a checkpoint at update {update}, then exiting; run the same "
-            f"command to resume (a second {name} exits at once, keeping the last checkpoint)")
+        return (f"{name}: {abandoning}stopping after update {update} (no --workdir: nothing "
+                f"is saved)")
+    if update == 0:
+        return (f"{name}: {abandoning}stopping before the first update completed (nothing "
+                f"to save); run the same command to start again")
+    return (f"{name}: {abandoning}saving a checkpoint at update {update}, then exiting; run "
+            f"the same command to resume (a second {name} exits at once, keeping the last "
+            f"checkpoint)")
 
 
 def extension_line(old_total: int, config, total_updates: int) -> str:

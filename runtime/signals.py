@@ -1,7 +1,9 @@
 """SIGINT and SIGTERM honoured at every stage of a run, in seconds.
 
 A training loop acts on a signal after its current call: it checkpoints and exits 130/143
-(``runtime.rundir.RunDir.checkpoint_or_exit``). Elsewhere nothing would act on it, and
+(``runtime.rundir.RunDir.checkpoint_or_exit``). Sebulba in one process acts while it waits
+on its update in flight: it abandons that update and checkpoints the last completed one
+(``sebulba.train.train``). Elsewhere nothing would act on it, and
 while the main thread is inside a library call (a compile, a long first call) Python runs no
 handler at all. So, while ``Signals`` is installed:
 

@@ -76,7 +76,12 @@ def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
 def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
     learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
-    minibatches of ``hp``."""
+    minibatches of ``hp``.
+
+    The input state is not donated: the trainer keeps the last completed update's state
+    alive while the next update runs, to checkpoint it if a signal abandons that update
+    (one more copy of params and optimizer state on each learner device).
+    """
     update_fn = make_update_fn_for(hp, apply_fn, optimizer, AXIS)
 
     def device_step(state: LearnerState, traj: Trajectory, episodes, update):
@@ -86,4 +91,4 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots):
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
                          in_specs=(P(), TRAJ_SPEC, P(AXIS), P()), out_specs=(P(), P()))
-    return jax.jit(step, donate_argnums=0)
+    return jax.jit(step)

@@ -36,6 +36,24 @@ class PipelineStopped(Exception):
     """A wait ended because the run is stopping (another thread failed or a signal came)."""
 
 
+class Interrupted(Exception):  # noqa: N818 - not an error: the run stops on a signal
+    """The learner's wait for rollouts ended because a signal came (``get``'s
+    ``interrupted``)."""
+
+
+class RolloutQueue(queue.Queue):
+    """An actor thread's rollout queue (one item at most), which the learner's progress
+    lines may look into without taking the item."""
+
+    def __init__(self):
+        super().__init__(maxsize=1)
+
+    def peek(self):
+        """The item waiting in the queue, or None (it stays there)."""
+        with self.mutex:
+            return self.queue[0] if self.queue else None
+
+
 class StopControl:
     """A stop event, the first error raised in any thread, and whether the learner thread
     is busy (between two rollout collections)."""
@@ -103,12 +121,18 @@ def put(q: queue.Queue, item, stop: StopControl, timeout_s: float) -> float:
                     f"rollout queue full for {timeout_s} s (learner stalled?)") from None
 
 
-def get(q: queue.Queue, stop: StopControl, timeout_s: float):
-    """Takes an item from ``q``; returns ``(item, seconds waited)``."""
+def get(q: queue.Queue, stop: StopControl, timeout_s: float, interrupted=None):
+    """Takes an item from ``q``; returns ``(item, seconds waited)``.
+
+    Raises:
+      Interrupted: ``interrupted()`` (polled with the queue; None: never) became true.
+    """
     start = time.perf_counter()
     while True:
         if stop.stopped:
             raise PipelineStopped()
+        if interrupted is not None and interrupted():
+            raise Interrupted()
         try:
             return q.get(timeout=POLL_S), time.perf_counter() - start
         except queue.Empty:
@@ -147,7 +171,7 @@ class ParamsServer:
     def publish(self, version: int, params) -> None:
         """Copies ``params`` (single-device or replicated arrays) to every actor device."""
         local = jax.tree.map(lambda x: x.addressable_data(0), params)
-        # A copy even on a shared device: the learner donates its state buffers.
+        # A copy even on a shared device: the actors' params never alias the learner's.
         copies = {d: jax.device_put(local, d, may_alias=False) for d in self._devices}
         with self._cond:
             self._versions[version] = copies

@@ -4,16 +4,17 @@ Host envs are EnvPool pools or jittable envs served on a host CPU device
 (``envs.jax_host.JaxHostEnv``); ``envs.registry.resolve(env_id, "sebulba")`` picks which.
 
 (Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
-2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues that the
-learner (this, the main thread) reads in a fixed order; see ``sebulba.pipeline`` for how the
-``pipeline`` field fixes which params each rollout uses.
+2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues
+(``pipeline.RolloutQueue``) that the learner (this, the main thread) reads in a fixed order;
+see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each rollout uses.
+While the learner stays long in one stage, ``sebulba.progress`` says so on the console.
 """
 
 from __future__ import annotations
 
 import functools
-import queue
 import sys
+import threading
 import time
 
 import jax
@@ -28,6 +29,7 @@ from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
 from runtime import distributed, entry, failure, memory
 from runtime.checkpoint import SignalFlag
+from runtime.command import ExitNow
 from runtime.config import (
     DeviceCounts,
     HostMemory,
@@ -52,8 +54,10 @@ from sebulba.actor import Actor, ActorSpec, make_policy_fn
 from sebulba.episodes import EvalPool
 from sebulba.host_envs import make_host_env
 from sebulba.layout import make_layout
+from sebulba.progress import Progress
 
 JOIN_TIMEOUT_S = 30.0
+ABANDON_JOIN_S = 2.0  # the actors' join when an update is left in flight (see ``train``)
 # Actor stage seconds of a rollout (actor_put_wait: the hand-over of the previous rollout).
 TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
 
@@ -82,6 +86,10 @@ def check_fields(config, counts: DeviceCounts) -> int:
     require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
             f"must be an integer >= 0, got {shown(jitter)}")
     int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
+    delay = config.debug.learner_delay_ms
+    require(is_int(delay) and delay >= 0, "debug.learner_delay_ms",
+            f"must be an integer >= 0, got {shown(delay)}")
+    int_at_most("debug.learner_delay_ms", delay)
     positive_int(config, "num_envs")
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     require(config.num_envs % actors == 0, "num_envs",
@@ -176,7 +184,7 @@ class SebulbaRun:
         actors, queues = [], []
         for a, device in enumerate(layout.actor_devices):
             for j in range(cfg.num_actor_threads):
-                q = queue.Queue(maxsize=1)
+                q = pipeline.RolloutQueue()
                 spec = ActorSpec(
                     name=f"actor-{a}-{j}", device=device, first_env=layout.thread_offset(a, j),
                     num_envs=layout.envs_per_thread, slices=layout.thread_slices(a, j),
@@ -195,6 +203,14 @@ class SebulbaRun:
 def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     """Runs Sebulba training; writes the run directory; returns the logged rows.
 
+    A signal (SIGINT/SIGTERM) stops the run at the last completed update, every process
+    agreeing (``distributed.agree_on_exit_code``): a checkpoint of it, then exit 130/143.
+    In one process the learner acts on it within ``pipeline.POLL_S`` while it waits for
+    rollouts or for its update in flight: that update is abandoned (its metrics never
+    written) and the state before it, kept alive for this, is saved; the command then ends
+    the process at once (``command.ExitNow``: an interpreter exit would wait for the device
+    work in flight). With several processes the update in flight is finished first.
+
     Args:
       config: a validated config (see ``prepare``).
       workdir: run directory, or None.
@@ -202,7 +218,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
 
     Raises:
       RuntimeError: an actor thread failed (chained to its exception).
-      SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written.
+      SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written
+        (``command.ExitNow`` when an update was left in flight).
     """
     run = SebulbaRun(config)
     total = run.derived.num_updates
@@ -214,32 +231,52 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     evaluator = run.make_eval_pool()
     server.publish(start, state.params)
     actors: list = []
+    progress = None
+    in_flight = False  # a signal left an update running on the devices
     t0 = time.perf_counter()
     try:
-        # A signal is acted on after the current update (the actors keep producing, so the
-        # learner gets there), where every process agrees, checkpoints and exits.
         with SignalFlag() as flag:
             actors, queues = run.start_actors(start, total, server, stop)
+            progress = Progress(queues, total, run.layout.envs_per_thread * config.num_steps,
+                                enabled=rundir.main)
+            # One process acts on a signal at once (see the docstring); several finish the
+            # update in flight and agree after it (their steps hold cross-process collectives).
+            interrupted = ((lambda: flag.exit_code is not None)
+                           if jax.process_count() == 1 else None)
             for u in range(start, total):
-                items, wait_s = _collect(queues, stop, config.queue_timeout_s, u)
+                progress.stage(u, "waiting")
+                try:
+                    items, wait_s = _collect(queues, stop, config.queue_timeout_s, u,
+                                             interrupted)
+                except pipeline.Interrupted:
+                    rundir.checkpoint_or_exit(u, u, state, flag.exit_code)
                 if t0 is not None:
                     rundir.first_rollout(time.perf_counter() - t0)
                 with stop.learner_busy():  # the actors' waits do not time out meanwhile
                     batch = sl.assemble(items, run.layout)
                     if on_batch is not None:
                         on_batch(u, batch)
+                    progress.stage(u, "training" if t0 is None else "compiling")
                     t_learn = time.perf_counter()
-                    state, out = run.learner_step(state, batch,
-                                                  sl.episode_array(items, run.layout),
-                                                  jnp.int32(u))
-                    server.publish(u + 1, state.params)
+                    new_state, out = run.learner_step(state, batch,
+                                                      sl.episode_array(items, run.layout),
+                                                      jnp.int32(u))
+                    progress.stage(u, "training")
+                    server.publish(u + 1, new_state.params)
+                    # debug.learner_delay_ms: the run's first update (it compiles) is not held.
+                    hold_s = 0.0 if t0 is not None else config.debug.learner_delay_ms / 1000
+                    if not _wait_ready((new_state, out), interrupted, hold_s):
+                        in_flight = True  # abandoned: checkpoint the update before it
+                        rundir.checkpoint_or_exit(u, u, state, flag.exit_code, in_flight=u + 1)
+                    state = new_state
                     out = distributed.to_host(out)
                     learn_s = time.perf_counter() - t_learn
                     if t0 is not None:  # the first update compiles the learner step
                         now = time.perf_counter()
                         rundir.first_call_done(1, now - t0, steady_from=(u + 1, now))
                         t0 = None
-                    evals = _evaluate(run, server, evaluator, stop, flag, u + 1)
+                    evals = _evaluate(run, server, evaluator, stop, flag, u + 1, progress)
+                    progress.stage(u, None)
                     rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
                                   out.episodes)
                     # A collective in multi-process runs: every process, after every update.
@@ -248,33 +285,73 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     except pipeline.PipelineStopped:
         stop.raise_if_failed()
         raise
+    except SystemExit as e:
+        if in_flight:
+            raise ExitNow(e.code) from None
+        raise
     finally:
         stop.stop()
         try:
-            _join(actors)
+            # Left in flight, the update holds the devices: an actor inside a policy call on
+            # one of them would wait for it; the process ends without them (ExitNow).
+            _join(actors, ABANDON_JOIN_S if in_flight else JOIN_TIMEOUT_S, quiet=in_flight)
         finally:  # every one closed (its threads stopped) even when another fails
-            failure.close_all(rundir.close, *([evaluator.close] if evaluator is not None else []))
+            closers = [rundir.close, *([evaluator.close] if evaluator is not None else []),
+                       *([progress.close] if progress is not None else [])]
+            failure.close_all(*closers)
     stop.raise_if_failed()
     return rundir.history
 
 
-def _evaluate(run, server, evaluator, stop, flag, version: int) -> dict:
+def _wait_ready(tree, interrupted, hold_s: float = 0.0) -> bool:
+    """Waits until every array of ``tree`` is computed, and ``hold_s`` more (a test knob);
+    True then. With ``interrupted`` (None: wait to the end) polled every ``pipeline.POLL_S``:
+    False as soon as it is true, the arrays still being computed (a helper thread waits on
+    them, so the wait ends the moment they are ready)."""
+    leaves = jax.tree.leaves(tree)
+    done = threading.Event()
+
+    def wait():
+        try:
+            jax.block_until_ready(leaves)
+        except Exception:  # noqa: BLE001 - a failed computation: reading the arrays raises it
+            pass
+        if hold_s:
+            time.sleep(hold_s)
+        done.set()
+
+    if interrupted is None:
+        wait()
+        return True
+    threading.Thread(target=wait, name="learner-wait", daemon=True).start()
+    while not done.wait(pipeline.POLL_S):
+        if interrupted():
+            return False
+    return True
+
+
+def _evaluate(run, server, evaluator, stop, flag, version: int, progress) -> dict:
     """The eval scalars after update ``version`` when one is due (else none). A signal or
     a failed thread abandons the evaluation: no eval values that time."""
     config = run.config
     if evaluator is None or not train_eval_due(version, config.eval_every):
         return {}
+    progress.stage(version - 1, "evaluating")
     _, params, _ = server.get(version, run.layout.actor_devices[0], stop,
                               config.queue_timeout_s)
     summary = evaluator.run(params, lambda: stop.stopped or flag.exit_code is not None)
     return eval_scalars(summary) if summary is not None else {}
 
 
-def _collect(queues, stop, timeout_s, update):
-    """One item from every actor queue, in the fixed order; returns (items, seconds waited)."""
+def _collect(queues, stop, timeout_s, update, interrupted=None):
+    """One item from every actor queue, in the fixed order; returns (items, seconds waited).
+
+    Raises:
+      pipeline.Interrupted: ``interrupted()`` became true while waiting.
+    """
     items, waited = [], 0.0
     for q in queues:
-        item, w = pipeline.get(q, stop, timeout_s)
+        item, w = pipeline.get(q, stop, timeout_s, interrupted)
         if item.update != update:
             raise RuntimeError(f"actor sent rollout {item.update}, learner expected {update}")
         items.append(item)
@@ -293,16 +370,16 @@ def _scalars(out, items, wait_s, learn_s) -> dict:
     return row
 
 
-def _join(actors) -> None:
-    """Joins the actor threads; raises if one is still alive after ``JOIN_TIMEOUT_S``
-    (only when no other exception is already on its way out)."""
-    deadline = time.perf_counter() + JOIN_TIMEOUT_S
+def _join(actors, timeout_s: float = JOIN_TIMEOUT_S, quiet: bool = False) -> None:
+    """Joins the actor threads; raises if one is still alive after ``timeout_s`` (only when
+    no other exception is already on its way out; never when ``quiet``)."""
+    deadline = time.perf_counter() + timeout_s
     for actor in actors:
         actor.thread.join(timeout=max(deadline - time.perf_counter(), 0.0))
     alive = [a.thread.name for a in actors if a.thread.is_alive()]
-    if not alive:
+    if not alive or quiet:
         return
-    message = f"actor threads did not stop within {JOIN_TIMEOUT_S} s: {alive}"
+    message = f"actor threads did not stop within {timeout_s} s: {alive}"
     if sys.exc_info()[1] is not None:
         print(message, file=sys.stderr)
     else:

@@ -336,3 +336,34 @@ def test_a_resumed_run_purges_tensorboard_past_its_checkpoint(tmp_path):
     _run(config, tmp_path, _state(0), range(1, 6), checkpoint_until=5)  # checkpoint at 3
     _run(config, tmp_path, _state(0), range(4, 6), checkpoint_until=5)
     assert _tb_session_starts(tmp_path)[-1] == [3 * STEPS_PER_UPDATE + 1]
+
+
+def test_stopping_lines_name_the_update_abandoned_and_what_is_saved():
+    """The line of a signal that abandons an update in flight (Sebulba), also before any
+    update completed (nothing saved) and without a workdir."""
+    from runtime.rundir import stopping_line
+
+    assert stopping_line(130, 7, True, in_flight=8) == (
+        "SIGINT: abandoning update 8 in flight, saving a checkpoint at update 7, then "
+        "exiting; run the same command to resume (a second SIGINT exits at once, keeping the "
+        "last checkpoint)")
+    assert stopping_line(143, 0, True, in_flight=1) == (
+        "SIGTERM: abandoning update 1 in flight, stopping before the first update completed "
+        "(nothing to save); run the same command to start again")
+    assert stopping_line(130, 3, False, in_flight=4) == (
+        "SIGINT: abandoning update 4 in flight, stopping after update 3 (no --workdir: "
+        "nothing is saved)")
+
+
+def test_a_signal_before_the_first_update_completed_saves_nothing(tmp_path):
+    """Sebulba abandoning update 1 of a fresh run: exit with the code, no checkpoint 0 (a
+    rerun starts over the same way)."""
+    rundir = RunDir(_config(log_every=1, checkpoint_every=1), str(tmp_path),
+                    total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        with pytest.raises(SystemExit) as info:
+            rundir.checkpoint_or_exit(0, 0, _state(0), 130, in_flight=1)
+        assert info.value.code == 130 and rundir.ckpt.steps() == []
+    finally:
+        rundir.close()
