@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+import sebulba.train as sebulba_trainer
 from configs import atari_impala, atari_ppo, cartpole_impala_sebulba, cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
 from rlcore.seeding import host_env_seed
@@ -24,6 +25,7 @@ from tests.helpers import (
     sebulba_batches,
     sigterm_after_first_log,
 )
+from tests.threshold import train_to_return
 
 SOLVED = 475.0
 
@@ -53,7 +55,8 @@ def _split(config):
 def test_cartpole_reaches_threshold_actor0_learners123(make_config, tmp_path):
     config = _split(make_config())
     prepare(config)
-    rows = train(config, str(tmp_path))
+    # Stopped at the first line at SOLVED (tests/threshold.py).
+    rows = train_to_return(sebulba_trainer, SOLVED, config, str(tmp_path))
     assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
 
 
