@@ -89,11 +89,18 @@ def test_jitter_does_not_change_metrics(mode, threads, tmp_path):
     assert [r["params_lag"] for r in plain[2:]] == [expected_lag] * 4
 
 
+@pytest.fixture(scope="module")
+def one_actor_thread_batches():
+    """The first 3 batches with one actor thread on device 0 (learners on 2, 3): the
+    reference of every layout below (trained once for them all)."""
+    return sebulba_batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)),
+                           3)
+
+
 @needs_4
 @pytest.mark.parametrize("actors, threads", [((0,), 2), ((0, 1), 1), ((0, 1), 2)])
-def test_learner_data_independent_of_actor_layout(actors, threads):
-    base = sebulba_batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)),
-                           3)
+def test_learner_data_independent_of_actor_layout(actors, threads, one_actor_thread_batches):
+    base = one_actor_thread_batches
     other = sebulba_batches(_small("sync", threads, actor_device_ids=actors,
                                    learner_device_ids=(2, 3)), 3)
     for u in base:
