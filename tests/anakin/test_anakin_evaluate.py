@@ -26,10 +26,10 @@ SOLVED = 475.0
 
 
 @pytest.fixture(scope="module")
-def cartpole_run(anakin_cartpole_ppo_run):
+def cartpole_run(cartpole_ppo_demo_run):
     """configs/cartpole_ppo.py as the threshold test trains it (500k steps, one device): the
-    same run (tests/anakin/conftest.py), trained once for both."""
-    return anakin_cartpole_ppo_run.workdir
+    ``make demo`` run (tests/conftest.py), trained once for the three."""
+    return cartpole_ppo_demo_run.workdir
 
 
 @pytest.mark.slow

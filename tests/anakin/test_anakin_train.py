@@ -40,8 +40,9 @@ def one_device_mesh():
 def test_cartpole_reaches_threshold(make_config, tmp_path, request):
     config = make_config()
     if make_config is cartpole_ppo.get_config:
-        # The whole run that test_anakin_evaluate.py evaluates (tests/anakin/conftest.py).
-        rows = request.getfixturevalue("anakin_cartpole_ppo_run").rows
+        # The whole ``make demo`` run, which test_anakin_evaluate.py evaluates too
+        # (tests/conftest.py).
+        rows = request.getfixturevalue("cartpole_ppo_demo_run").rows
     else:
         # Stopped at the first line at SOLVED (tests/threshold.py): the run up to it is the
         # whole budget's run.
