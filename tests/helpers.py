@@ -97,9 +97,14 @@ def config_error_lines(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if ln.startswith("config error:")]
 
 
+class _EnoughBatches(Exception):
+    pass
+
+
 def sebulba_batches(config, updates: int) -> dict:
     """``{update: batch as numpy}`` of the first ``updates`` updates of a Sebulba training
-    run of ``config`` (through ``train``'s ``on_batch`` hook)."""
+    run of ``config`` (through ``train``'s ``on_batch`` hook), which stops there (the run's
+    later updates do not change these batches)."""
     import jax
     import numpy as np
 
@@ -108,10 +113,15 @@ def sebulba_batches(config, updates: int) -> dict:
     seen = {}
 
     def on_batch(update, batch):
-        if update < updates:
-            seen[update] = jax.tree.map(np.asarray, batch)
+        seen[update] = jax.tree.map(np.asarray, batch)
+        if len(seen) == updates:
+            raise _EnoughBatches
 
-    train(config, None, on_batch=on_batch)
+    try:
+        train(config, None, on_batch=on_batch)
+    except _EnoughBatches:
+        pass
+    assert sorted(seen) == list(range(updates)), sorted(seen)
     return seen
 
 

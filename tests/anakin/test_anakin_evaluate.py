@@ -13,13 +13,11 @@ import pytest
 
 from anakin.episodes import play_episodes
 from anakin.evaluate import agent_params
-from anakin.train import train
 from configs import cartpole_ppo
 from envs import registry
 from envs.render import CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
-from runtime.distributed import data_mesh
 from runtime.evaluation import EvalError
 from runtime.stats import parse_table
 from tests.helpers import read_video, run_entry
@@ -28,11 +26,10 @@ SOLVED = 475.0
 
 
 @pytest.fixture(scope="module")
-def cartpole_run(tmp_path_factory):
-    """configs/cartpole_ppo.py as the threshold test trains it (500k steps, one device)."""
-    workdir = tmp_path_factory.mktemp("anakin_cartpole")
-    train(cartpole_ppo.get_config(), str(workdir), mesh=data_mesh(jax.devices()[:1]))
-    return workdir
+def cartpole_run(cartpole_ppo_demo_run):
+    """configs/cartpole_ppo.py as the threshold test trains it (500k steps, one device): the
+    ``make demo`` run (tests/conftest.py), trained once for the three."""
+    return cartpole_ppo_demo_run.workdir
 
 
 @pytest.mark.slow

@@ -9,9 +9,11 @@ import jax
 import numpy as np
 import pytest
 
+import sebulba.train as sebulba_trainer
 from configs import cartpole_ppo_sebulba
 from sebulba.train import prepare, train
 from tests.helpers import best_return, sebulba_batches
+from tests.threshold import train_to_return
 
 SOLVED = 475.0
 
@@ -52,7 +54,8 @@ def _assert_finite_losses(rows, updates):
 @pytest.mark.slow
 def test_gymnax_cartpole_reaches_threshold():
     """The EnvPool CartPole config, unchanged but for the env id, solves the gymnax one."""
-    rows = train(_config("gymnax:CartPole-v1"), None)
+    # Stopped at the first line at SOLVED (tests/threshold.py).
+    rows = train_to_return(sebulba_trainer, SOLVED, _config("gymnax:CartPole-v1"), None)
     assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
 
 

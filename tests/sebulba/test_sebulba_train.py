@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+import sebulba.train as sebulba_trainer
 from configs import atari_impala, atari_ppo, cartpole_impala_sebulba, cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
 from rlcore.seeding import host_env_seed
@@ -24,6 +25,7 @@ from tests.helpers import (
     sebulba_batches,
     sigterm_after_first_log,
 )
+from tests.threshold import train_to_return
 
 SOLVED = 475.0
 
@@ -53,7 +55,8 @@ def _split(config):
 def test_cartpole_reaches_threshold_actor0_learners123(make_config, tmp_path):
     config = _split(make_config())
     prepare(config)
-    rows = train(config, str(tmp_path))
+    # Stopped at the first line at SOLVED (tests/threshold.py).
+    rows = train_to_return(sebulba_trainer, SOLVED, config, str(tmp_path))
     assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
 
 
@@ -86,11 +89,18 @@ def test_jitter_does_not_change_metrics(mode, threads, tmp_path):
     assert [r["params_lag"] for r in plain[2:]] == [expected_lag] * 4
 
 
+@pytest.fixture(scope="module")
+def one_actor_thread_batches():
+    """The first 3 batches with one actor thread on device 0 (learners on 2, 3): the
+    reference of every layout below (trained once for them all)."""
+    return sebulba_batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)),
+                           3)
+
+
 @needs_4
 @pytest.mark.parametrize("actors, threads", [((0,), 2), ((0, 1), 1), ((0, 1), 2)])
-def test_learner_data_independent_of_actor_layout(actors, threads):
-    base = sebulba_batches(_small("sync", 1, actor_device_ids=(0,), learner_device_ids=(2, 3)),
-                           3)
+def test_learner_data_independent_of_actor_layout(actors, threads, one_actor_thread_batches):
+    base = one_actor_thread_batches
     other = sebulba_batches(_small("sync", threads, actor_device_ids=actors,
                                    learner_device_ids=(2, 3)), 3)
     for u in base:
