@@ -32,18 +32,6 @@ from envs.autoreset import AutoResetJaxEnv
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
-# gymnax ids with a continuous (Box) action space; every other registered id is discrete.
-# Kept as a list so listing ids never constructs an env (MNISTBandit-bsuite downloads MNIST).
-CONTINUOUS_GYMNAX_IDS = frozenset(
-    {"Pendulum-v1", "MountainCarContinuous-v0", "PointRobot-misc", "Reacher-misc", "Swimmer-misc"}
-)
-
-
-def discrete_gymnax_ids() -> list[str]:
-    """Registered gymnax ids with discrete actions, in gymnax's order."""
-    return [i for i in _gymnax.registered_envs if i not in CONTINUOUS_GYMNAX_IDS]
-
-
 
 class GymnaxEnv(AutoResetJaxEnv):
     """One gymnax env behind the JaxEnv protocol (pure, jittable; ``vmap`` for a batch).

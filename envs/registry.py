@@ -67,7 +67,7 @@ class Resolved(NamedTuple):
 def library_ids(library: str) -> tuple[str, ...]:
     """The names ``library`` has (EnvPool's: empty where EnvPool is not installed)."""
     if library == GYMNAX:
-        from envs.gymnax import discrete_gymnax_ids
+        from envs.gymnax_ids import discrete_gymnax_ids
 
         return tuple(discrete_gymnax_ids())
     if library == OWN:
@@ -150,7 +150,7 @@ def resolve(env_id: str, mode: str) -> Resolved:
 
 def _unknown(env_id: str, mode: str) -> ConfigError:
     """ConfigError for an id that leads nowhere in ``mode``, with close matches."""
-    from envs.gymnax import CONTINUOUS_GYMNAX_IDS
+    from envs.gymnax_ids import CONTINUOUS_GYMNAX_IDS
 
     prefix, name = split_prefix(env_id)
     if prefix in (None, GYMNAX) and name in CONTINUOUS_GYMNAX_IDS:

@@ -193,3 +193,35 @@ def test_frame_rules_come_from_the_registry():
     if registry.host_env_ids():
         assert registry.render_overrides("CartPole-v1", registry.SEBULBA) == {
             "render_mode": "rgb_array"}
+
+
+def test_written_gymnax_ids_are_gymnax_s_own():
+    """envs/gymnax_ids.py lists gymnax's registered ids (so checking an id never imports
+    gymnax); a gymnax that adds or drops one fails here."""
+    import gymnax
+
+    from envs import gymnax_ids
+
+    assert gymnax_ids.REGISTERED_IDS == tuple(gymnax.registered_envs)
+    assert gymnax_ids.CONTINUOUS_GYMNAX_IDS <= set(gymnax.registered_envs)
+
+
+def test_refusing_a_bad_config_does_not_import_gymnax():
+    """The id check and a field error reach their line without importing gymnax."""
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO, entry_env
+
+    code = ("import sys\n"
+            "from envs import registry\n"
+            "registry.resolve('CartPole-v1', 'anakin')\n"
+            "try:\n"
+            "    registry.resolve('CartPol-v1', 'anakin')\n"
+            "except Exception as e:\n"
+            "    print(e)\n"
+            "print('gymnax' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=entry_env(),
+                         capture_output=True, text=True, timeout=120).stdout.splitlines()
+    assert out[0].startswith("env_id: unknown env 'CartPol-v1'; close matches: CartPole-v1")
+    assert out[-1] == "False"
