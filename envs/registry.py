@@ -51,8 +51,14 @@ def _make_catch(**overrides: Any) -> JaxEnv:
     return CatchEnv(**overrides)
 
 
+def _make_recall(**overrides: Any) -> JaxEnv:
+    from envs.recall import RecallEnv
+
+    return RecallEnv(**overrides)
+
+
 # Our own jittable envs: name -> factory(**overrides); ids ``own:NAME`` and ``NAME-own``.
-OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch}
+OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch, "Recall": _make_recall}
 
 
 class Resolved(NamedTuple):
@@ -301,6 +307,7 @@ RETURN_RANGES: dict[str, tuple[float | None, float | None]] = {
     "Acrobot-v1": (-500.0, 0.0),
     "Catch": (-1.0, 1.0),
     "Catch-bsuite": (-1.0, 1.0),
+    "Recall": (-1.0, 1.0),
     "Breakout-MinAtar": (0.0, None),
     "Asterix-MinAtar": (0.0, None),
     "Freeway-MinAtar": (0.0, None),
