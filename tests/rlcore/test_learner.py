@@ -57,6 +57,16 @@ def test_four_devices_default_check_vma_match_one_device(multidevice):
     _assert_runs_match(multidevice, "ppo", "four")
 
 
+@pytest.mark.parametrize("algorithm,run", [("ppo_lstm", "four"), ("ppo_lstm", "four_micro"),
+                                           ("impala_gru", "four")])
+def test_recurrent_four_devices_match_one_device(multidevice, algorithm, run):
+    """A recurrent agent (MLP torso, LSTM or GRU core; random start states and episode
+    starts; the loss and PPO's GAE values re-run the core over each whole sequence): 3
+    updates sharded over 4 devices (``check_vma=True``; PPO also with 2 micro-batches)
+    give the params and metrics of one device."""
+    _assert_runs_match(multidevice, algorithm, run)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])
 @pytest.mark.parametrize("run", ["one_micro", "four_micro"])
 def test_micro_batched_gradients_match_one_pass(multidevice, algorithm, run):
