@@ -103,7 +103,7 @@ class AnakinRun:
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
                                          AXIS)
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
-                                           AXIS)
+                                           AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None

@@ -2,7 +2,8 @@
 
 Started by ``test_learner.py`` in a subprocess whose environment has
 ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` (XLA reads it once, at start-up, so
-the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz``.
+the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz
+[feed_forward|recurrent]``.
 
 Saved arrays, for ``algo`` in ``ppo``, ``ppo_sequences``, ``impala``, ``ppo_lstm`` and
 ``impala_gru`` (the last two: a recurrent core after the torso, trajectories with a random
@@ -184,17 +185,23 @@ def sample_memberships(num_devices, num_steps=T, num_envs=16, num_minibatches=2,
     return np.asarray(g(key))
 
 
-def main(path):
+FEED_FORWARD = ("ppo", "ppo_sequences", "impala")
+RECURRENT = ("ppo_lstm", "impala_gru")
+
+
+def main(path, which="feed_forward"):
+    """``which``: ``feed_forward`` (those algorithms and the memberships) or ``recurrent``."""
     assert jax.device_count() == 4, jax.devices()
     mesh = Mesh(np.array(jax.devices()), (AXIS,))
     out = {}
-    for algorithm in ("ppo", "ppo_sequences", "impala", "ppo_lstm", "impala_gru"):
+    for algorithm in FEED_FORWARD if which == "feed_forward" else RECURRENT:
         out.update(run(algorithm, mesh))
-    for n in (1, 2, 4):
-        out[f"mb/{n}dev"] = minibatch_memberships(n)
-        out[f"samples/{n}dev"] = sample_memberships(n)
+    if which == "feed_forward":
+        for n in (1, 2, 4):
+            out[f"mb/{n}dev"] = minibatch_memberships(n)
+            out[f"samples/{n}dev"] = sample_memberships(n)
     np.savez(path, **out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])
