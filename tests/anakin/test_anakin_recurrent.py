@@ -15,7 +15,8 @@ from anakin.train import prepare, train
 from configs import memory_ppo
 from rlcore.errors import ConfigError
 from runtime.distributed import data_mesh
-from tests.helpers import assert_rows_close, read_metrics, reproducible_part
+from runtime.stats import parse_table
+from tests.helpers import assert_rows_close, read_metrics, reproducible_part, run_entry
 
 
 def one_device_mesh():
@@ -36,13 +37,14 @@ def _late_mean(rows, key="episode_return"):
 
 
 @pytest.fixture(scope="module")
-def memory_runs():
+def memory_runs(tmp_path_factory):
     """configs/memory_ppo.py (40,960 env steps, log every 5 updates) with the LSTM core
-    (greedy evaluation after the last update) and without a core."""
-    lstm = train(_config(log_every=5, eval_every=80, eval_episodes=64), None,
+    (greedy evaluation after the last update; its workdir) and without a core."""
+    workdir = tmp_path_factory.mktemp("anakin_recall")
+    lstm = train(_config(log_every=5, eval_every=80, eval_episodes=64), str(workdir),
                  mesh=one_device_mesh())
     ff = train(_config(recurrent="none", log_every=5), None, mesh=one_device_mesh())
-    return lstm, ff
+    return lstm, ff, workdir
 
 
 def test_recall_needs_memory(memory_runs):
@@ -50,11 +52,21 @@ def test_recall_needs_memory(memory_runs):
     agent reaches a mean return of 0.9 over the last 20% of training, the feed-forward
     agent of the same torso stays at chance (0, within 0.3), and greedy evaluation
     episodes (the core carried step to step) all recall the cue."""
-    lstm, ff = memory_runs
+    lstm, ff, _ = memory_runs
     assert _late_mean(lstm) >= 0.9, [r["episode_return"] for r in lstm]
     assert abs(_late_mean(ff)) <= 0.3, [r["episode_return"] for r in ff]
     assert lstm[-1]["eval/episode_return"] == 1.0
     assert lstm[-1]["eval/episode_length"] == 6.0
+
+
+def test_evaluate_command_carries_the_core(memory_runs):
+    """``anakin.evaluate --greedy`` restores the LSTM agent and plays 8 Recall episodes
+    with the core carried step to step: every one recalls its cue."""
+    proc = run_entry("anakin.evaluate", [f"--workdir={memory_runs[2]}", "--episodes=8",
+                                         "--greedy"])
+    assert proc.returncode == 0, proc.stderr
+    table = parse_table(proc.stdout)
+    assert table["return"]["min"] == 1.0, proc.stdout
 
 
 def test_recurrent_minibatches_are_sequences():
