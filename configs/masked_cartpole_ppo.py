@@ -12,8 +12,8 @@ from configs import cartpole_ppo
 
 def get_config():
     c = cartpole_ppo.get_config()
-    c.env_id = "MaskedCartPole-own"
+    c.env_id = "MaskedCartPole-own"  # gymnax CartPole-v1 seeing [x, theta] only
     c.recurrent = "lstm"           # none: the feed-forward agent of the same torso
-    c.recurrent_hidden = 64
+    c.recurrent_hidden = 64        # units of the core
     c.minibatch = "sequences"      # the recurrent agent's only kind (auto picks it too)
     return c
