@@ -393,9 +393,10 @@ def main(argv=None) -> None:
     recurrent = []
     for core in (x for x in args.recurrent.split(",") if x):
         for n in (int(x) for x in args.recurrent_envs.split(",") if x):
-            recurrent.append(recurrent_timing(args, core, n))
-            print(f"recurrent {core} num_envs={n} done ({time.perf_counter() - t0:.0f} s)",
-                  flush=True)
+            recurrent.append(r := recurrent_timing(args, core, n))
+            print(f"recurrent {core} num_envs={n} done: feed-forward "
+                  f"{r['feed_forward_sps']:,.0f} SPS, recurrent {r['recurrent_sps']:,.0f} SPS "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}, "
           f"load average at end {load}")
