@@ -26,9 +26,10 @@ import numpy as np
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
-from rlcore.policy import greedy_actions, policy_actions
+from rlcore.networks import step_network
+from rlcore.policy import greedy_actions, policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
-from rlcore.types import EpisodeSummary
+from rlcore.types import CoreState, EpisodeSummary
 from runtime.stats import EpisodeResults
 
 CHUNK = 128  # env steps per jitted call of the evaluate command
@@ -45,6 +46,9 @@ class FirstEpisodes:
       finished: bool, the env's first episode ended.
       ret: float32 return of the first episode (where finished).
       length: int32 length of the first episode (where finished).
+      core: a recurrent agent's CoreState ``[N, H]`` before the next action; None for a
+        feed-forward one.
+      first: a recurrent agent's ``[N]`` bool, ``obs`` starts an episode; None otherwise.
     """
 
     state: JaxEnvState
@@ -53,26 +57,39 @@ class FirstEpisodes:
     finished: jax.Array
     ret: jax.Array
     length: jax.Array
+    core: CoreState | None = None
+    first: jax.Array | None = None
 
 
-def start_first_episodes(env: JaxEnv, reset_keys: jax.Array) -> FirstEpisodes:
-    """Resets ``N`` envs with ``reset_keys [N]``; nothing finished yet."""
+def start_first_episodes(env: JaxEnv, reset_keys: jax.Array,
+                         core: CoreState | None = None) -> FirstEpisodes:
+    """Resets ``N`` envs with ``reset_keys [N]``; nothing finished yet. ``core``: a
+    recurrent agent's initial state ``[N, H]`` (None: feed-forward)."""
     state, ts = jax.vmap(env.reset)(reset_keys)
     n = reset_keys.shape[0]
     return FirstEpisodes(state=state, obs=ts.obs, t=jnp.int32(0), finished=jnp.zeros(n, bool),
-                         ret=jnp.zeros(n, jnp.float32), length=jnp.zeros(n, jnp.int32))
+                         ret=jnp.zeros(n, jnp.float32), length=jnp.zeros(n, jnp.int32),
+                         core=core, first=None if core is None else jnp.ones(n, bool))
 
 
 def step_first_episodes(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
-                        env_keys: jax.Array) -> FirstEpisodes:
+                        env_keys: jax.Array, core: CoreState | None = None) -> FirstEpisodes:
     """One step of every env (auto-reset) with ``action [N]`` and ``env_keys [N]``; an env
-    whose first episode ends here records its return and length."""
+    whose first episode ends here records its return and length. ``core``: the recurrent
+    agent's state after choosing ``action`` (None: feed-forward)."""
     state, ts = jax.vmap(env.step)(c.state, action, env_keys)
-    ended = (ts.terminated | ts.truncated) & ~c.finished
+    done = ts.terminated | ts.truncated
+    ended = done & ~c.finished
     return FirstEpisodes(
         state=state, obs=ts.obs, t=c.t + 1, finished=c.finished | ended,
         ret=jnp.where(ended, state.stats.completed_return, c.ret),
-        length=jnp.where(ended, state.stats.completed_length, c.length))
+        length=jnp.where(ended, state.stats.completed_length, c.length),
+        core=core, first=None if core is None else done)
+
+
+def no_core(n: int) -> None:
+    """The initial core state of a feed-forward agent's ``n`` envs: none."""
+    del n
 
 
 # ----------------------------------------------------------------------------- in training
@@ -89,7 +106,7 @@ def varying(tree, axis_name: str):
 
 
 def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
-                       axis_name: str | None = None):
+                       axis_name: str | None = None, initial_core: Callable = no_core):
     """Builds ``evaluate(params, root, env_ids, update) -> EpisodeSummary``: greedy
     (argmax) episodes, the first one of each env ``env_ids [B]``.
 
@@ -103,7 +120,7 @@ def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
 
     def evaluate(params, root, env_ids, update) -> EpisodeSummary:
         keys = per_env_keys(root, env_ids, update)
-        init = start_first_episodes(env, fold(keys, 0))
+        init = start_first_episodes(env, fold(keys, 0), initial_core(keys.shape[0]))
         if axis_name is not None:  # the loop's carry must vary over the axis as its outputs do
             init = init.replace(t=None)
             init = varying(init, axis_name).replace(t=jnp.int32(0))
@@ -112,8 +129,9 @@ def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
             return (c.t < max_steps) & ~jnp.all(c.finished)
 
         def step(c: FirstEpisodes) -> FirstEpisodes:
-            logits, _ = apply_fn(params, c.obs)
-            return step_first_episodes(env, c, greedy_actions(logits), fold(keys, c.t + 1))
+            logits, _, core = step_network(apply_fn, params, c.obs, c.core, c.first)
+            return step_first_episodes(env, c, greedy_actions(logits), fold(keys, c.t + 1),
+                                       core)
 
         c = jax.lax.while_loop(running, step, init)
         return EpisodeSummary(
@@ -134,8 +152,10 @@ def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = 
 
     def one_step(params, roots: EvaluateRoots, c: FirstEpisodes, _):
         ids = jnp.arange(c.finished.shape[0], dtype=jnp.int32)
-        action = policy_actions(apply_fn, params, c.obs, roots.action, c.t, greedy)
-        return step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t)), c.obs[0]
+        action, core = policy_step(apply_fn, params, c.obs, c.core, c.first, roots.action, c.t,
+                                   greedy)
+        return (step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t), core),
+                c.obs[0])
 
     def play(params, roots, carry: FirstEpisodes):
         return jax.lax.scan(lambda c, x: one_step(params, roots, c, x), carry, length=chunk)
@@ -144,7 +164,8 @@ def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = 
 
 
 def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
-                  num_episodes: int, greedy: bool) -> tuple[EpisodeResults, np.ndarray]:
+                  num_episodes: int, greedy: bool,
+                  initial_core: Callable = no_core) -> tuple[EpisodeResults, np.ndarray]:
     """The first episode of each of ``num_episodes`` envs (the evaluate command).
 
     Args:
@@ -154,6 +175,7 @@ def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
       roots: EvaluateRoots of the agent's seed.
       num_episodes: N.
       greedy: argmax actions instead of samples.
+      initial_core: ``n -> `` a recurrent agent's start state of ``n`` envs.
 
     Returns:
       ``(EpisodeResults [N], obs0 [L, *obs_shape])``: env 0's observations of its first
@@ -161,7 +183,7 @@ def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
     """
     play = make_play_chunk(env, apply_fn, greedy)
     ids = jnp.arange(num_episodes, dtype=jnp.int32)
-    carry = start_first_episodes(env, per_env_keys(roots.reset, ids))
+    carry = start_first_episodes(env, per_env_keys(roots.reset, ids), initial_core(num_episodes))
     obs0 = []
     while True:
         carry, chunk_obs = play(params, roots, carry)

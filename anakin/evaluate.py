@@ -15,9 +15,12 @@ Exit codes (``runtime.command``): 0 done, 1 runtime failure, 2 bad argument (one
 
 from __future__ import annotations
 
+import functools
+
 import jax
 
 from anakin.episodes import play_episodes
+from rlcore.networks import initial_core
 from rlcore.seeding import EVALUATE_STREAM, EvaluateRoots
 from runtime import evaluation as ev
 
@@ -55,7 +58,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     env = registry.make_jax_env(config.env_id, **overrides) if overrides else run.env
     results, obs0 = play_episodes(env, run.network.apply, params, EvaluateRoots.from_seed(seed),
-                                  args.episodes, args.greedy)
+                                  args.episodes, args.greedy,
+                                  functools.partial(initial_core, run.network))
     frames = []
     if args.video:
         to_frame = registry.obs_frame_fn(config.env_id, registry.ANAKIN, env)

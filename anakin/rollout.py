@@ -1,7 +1,8 @@
 """Anakin rollout: a ``lax.scan`` of vmapped jittable env steps and policy sampling.
 
 Keys follow ``rlcore.seeding``: per env from the *global* env index, so the data do not
-depend on how envs are spread over devices.
+depend on how envs are spread over devices. A recurrent agent's core state and episode-start
+flags travel in the ``EnvCarry`` from rollout to rollout (and so into checkpoints).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
+from rlcore.networks import step_network
 from rlcore.seeding import action_noise, actions_from_noise, per_env_keys, rollout_keys
-from rlcore.types import EpisodeSummary, Trajectory
+from rlcore.types import CoreState, EpisodeSummary, Trajectory
 
 
 @struct.dataclass
@@ -24,16 +26,24 @@ class EnvCarry:
     Attributes:
       state: JaxEnvState with leaves ``[B_local, ...]``.
       obs: ``[B_local, *obs_shape]`` the observation the next action is taken on.
+      core: recurrent agents: CoreState ``[B_local, H]``, the core's state before that
+        action; None for feed-forward agents.
+      first: recurrent agents: ``[B_local]`` bool, ``obs`` starts an episode; None for
+        feed-forward agents.
     """
 
     state: JaxEnvState
     obs: jax.Array
+    core: CoreState | None = None
+    first: jax.Array | None = None
 
 
-def reset_envs(env: JaxEnv, reset_root, env_ids) -> EnvCarry:
-    """Resets the envs ``env_ids [B]`` (global indices) with keys from ``reset_root``."""
+def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None) -> EnvCarry:
+    """Resets the envs ``env_ids [B]`` (global indices) with keys from ``reset_root``;
+    ``core``: a recurrent agent's initial core state ``[B, H]`` (None: feed-forward)."""
     state, ts = jax.vmap(env.reset)(per_env_keys(reset_root, env_ids))
-    return EnvCarry(state=state, obs=ts.obs)
+    first = None if core is None else jnp.ones(env_ids.shape, bool)
+    return EnvCarry(state=state, obs=ts.obs, core=core, first=first)
 
 
 def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1):
@@ -41,14 +51,16 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
 
     Args:
       env: the JaxEnv (single env; vmapped here).
-      apply_fn: ``(params, obs [B, ...]) -> (logits [B, A], value [B])``.
+      apply_fn: the network's apply (feed-forward, or recurrent where the carry holds a
+        core state; ``rlcore.networks.step_network``).
       num_steps: rollout length T.
       nan_at_update: debug knob, poison the rewards of this update (``-1``: off).
 
     Returns:
       ``rollout`` taking ``roots = (action_root, env_root)`` keys, ``env_ids [B]`` global
       indices and the int ``update``; returns the new EnvCarry, a Trajectory ``[T, B]`` and an
-      EpisodeSummary of this device's envs.
+      EpisodeSummary of this device's envs. A recurrent agent's Trajectory holds the core
+      state at the rollout's start and the episode starts ``first [T, B]``.
     """
     step_envs = jax.vmap(env.step_drawn)
     draw = jax.vmap(jax.vmap(env.draw_reset))  # over [T, B] keys
@@ -64,7 +76,8 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
 
         def one_step(carry: EnvCarry, xs):
             action_noise_t, step_key, reset = xs
-            logits, value = apply_fn(params, carry.obs)
+            logits, value, core = step_network(apply_fn, params, carry.obs, carry.core,
+                                               carry.first)
             action = actions_from_noise(action_noise_t, logits)
             state, ts = step_envs(carry.state, action, step_key, reset)
             reward = ts.reward
@@ -75,7 +88,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
                 Trajectory(
                     obs=carry.obs, action=action, reward=reward, terminated=ts.terminated,
                     truncated=ts.truncated, behaviour_logits=logits, behaviour_value=value,
-                    bootstrap_obs=None,
+                    bootstrap_obs=None, first=carry.first,
                 ),
                 EpisodeSummary(
                     return_sum=jnp.sum(jnp.where(done, state.stats.completed_return, 0.0)),
@@ -83,10 +96,12 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
                     count=jnp.sum(done.astype(jnp.int32)),
                 ),
             )
-            return EnvCarry(state=state, obs=ts.obs), record
+            first = None if core is None else done
+            return EnvCarry(state=state, obs=ts.obs, core=core, first=first), record
 
+        start_core = carry.core
         carry, (traj, summaries) = jax.lax.scan(one_step, carry, (noise, step_keys, resets))
-        traj = traj.replace(bootstrap_obs=carry.obs)
+        traj = traj.replace(bootstrap_obs=carry.obs, core_state=start_core)
         summary = jax.tree.map(jnp.sum, summaries)
         return carry, traj, summary
 

@@ -23,7 +23,7 @@ from envs import registry
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
-from rlcore.networks import make_network
+from rlcore.networks import initial_core, make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
@@ -83,7 +83,8 @@ class AnakinRun:
         self.num_devices = self.mesh.devices.size
         self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
-        self.network = make_network(config.network, self.env.spec)
+        self.network = make_network(config.network, self.env.spec, config.recurrent,
+                                    config.recurrent_hidden)
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
@@ -102,7 +103,7 @@ class AnakinRun:
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
                                          AXIS)
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
-                                           AXIS)
+                                           AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec)
         self._call = None
@@ -163,7 +164,8 @@ class AnakinRun:
             out_shardings=distributed.replicated(self.mesh))
         init_envs = jax.jit(jax.shard_map(
             lambda roots: self.per_agent(
-                lambda r: reset_envs(self.env, r.env, self._env_ids()))(roots),
+                lambda r: reset_envs(self.env, r.env, self._env_ids(), initial_core(
+                    self.network, self.derived.envs_per_shard)))(roots),
             mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
         return AnakinState(learner=init_learner(self.roots.init),

@@ -32,7 +32,11 @@ incl. compile), measured first so that little is compiled beforehand, and gives:
   and dots, XLA's cost-analysis flops and bytes, and the best time per call (which includes
   a jitted call's dispatch, ~10-30 us on CPU);
 - the agents table (``--num_seeds``, default 1,8,64,256 agents at ``--agents_envs`` 4 envs
-  each): total env steps/s of all agents of one program and the speed-up over one agent.
+  each): total env steps/s of all agents of one program and the speed-up over one agent;
+- the recurrent table (``--recurrent``, default lstm,gru, at ``--recurrent_envs`` envs):
+  training SPS of the agent with that core (``--recurrent_hidden`` units after the 2x64
+  actor torso; minibatches of whole sequences, its only kind) against the feed-forward
+  agent of the same torso and minibatch kind (sequences) at the same sizes.
 
 Run: ``python -m benchmarks.anakin_throughput [--num_envs=4,64,512,2048] [--json_out=f.json]``.
 """
@@ -62,6 +66,8 @@ from runtime.entry import apply_xla_cpu_flags
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
                  "first call s")
+RECURRENT_HEADERS = ("core", "num_envs", "feed-forward SPS", "recurrent SPS",
+                     "recurrent / feed-forward", "first call s")
 HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "train/env ratio",
            "train ms/update", "rollout ms/update", "update ms/update",
            "train / (rollout + update)", "first call s")
@@ -84,6 +90,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num_seeds", default="1,8,64,256", help="agents per program in the "
                    "agents table ('' = none)")
     p.add_argument("--agents_envs", type=int, default=4, help="envs per agent, agents table")
+    p.add_argument("--recurrent", default="lstm,gru", help="cores of the recurrent table "
+                   "('' = none)")
+    p.add_argument("--recurrent_envs", default="64,512", help="env counts, recurrent table")
+    p.add_argument("--recurrent_hidden", type=int, default=64, help="units of the core")
     p.add_argument("--json_out", default="")
     return p.parse_args(argv)
 
@@ -311,6 +321,26 @@ def agents_timing(args, num_seeds: int) -> dict:
             "total_sps": steps / train["update_s"], "first_call_s": train["first_call_s"]}
 
 
+def recurrent_timing(args, core: str, num_envs: int) -> dict:
+    """Training SPS of the ``core`` agent and of the feed-forward one (same torso, whole
+    sequences as minibatches) at ``num_envs`` envs."""
+    sps, first = {}, 0.0
+    for name in ("none", core):
+        c = bench_config(args.env_id, num_envs, args.num_steps)
+        c.recurrent, c.recurrent_hidden, c.minibatch = name, args.recurrent_hidden, "sequences"
+        train = train_timing(AnakinRun(c), repeats_for(num_envs, args.repeats))
+        sps[name] = num_envs * args.num_steps / train["update_s"]
+        first = train["first_call_s"]
+    return {"core": core, "num_envs": num_envs, "hidden": args.recurrent_hidden,
+            "feed_forward_sps": sps["none"], "recurrent_sps": sps[core], "first_call_s": first}
+
+
+def recurrent_rows(rows: list[dict]) -> list[list[str]]:
+    return [[f"{r['core']} {r['hidden']}", r["num_envs"], f"{r['feed_forward_sps']:,.0f}",
+             f"{r['recurrent_sps']:,.0f}", f"{r['recurrent_sps'] / r['feed_forward_sps']:.2f}",
+             f"{r['first_call_s']:.1f}"] for r in rows]
+
+
 def first_update_s(name: str) -> dict:
     """Build + init + first call (incl. compile) of the unmodified ``configs/<name>.py``."""
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -360,6 +390,13 @@ def main(argv=None) -> None:
     for a in (int(x) for x in args.num_seeds.split(",") if x):
         agents.append(agents_timing(args, a))
         print(f"agents={a} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    recurrent = []
+    for core in (x for x in args.recurrent.split(",") if x):
+        for n in (int(x) for x in args.recurrent_envs.split(",") if x):
+            recurrent.append(r := recurrent_timing(args, core, n))
+            print(f"recurrent {core} num_envs={n} done: feed-forward "
+                  f"{r['feed_forward_sps']:,.0f} SPS, recurrent {r['recurrent_sps']:,.0f} SPS "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}, "
           f"load average at end {load}")
@@ -373,13 +410,18 @@ def main(argv=None) -> None:
     if agents:
         print(f"\nagents in one program (num_seeds), {args.agents_envs} envs each:")
         print(format_table(AGENT_HEADERS, agent_rows(agents)))
+    if recurrent:
+        print("\nrecurrent agents against the feed-forward agent of the same torso "
+              "(minibatches of whole sequences, first call: the recurrent agent's):")
+        print(format_table(RECURRENT_HEADERS, recurrent_rows(recurrent)))
     print(f"total {time.perf_counter() - t0:.0f} s")
     if args.json_out:
         with open(args.json_out, "w") as fh:
             json.dump({"env_id": args.env_id, "num_steps": args.num_steps,
                        "device": str(jax.devices()[0]), "load_avg_end": os.getloadavg(),
                        "results": results, "first_update": first,
-                       "op_profile": profile, "agents": agents}, fh, indent=2)
+                       "op_profile": profile, "agents": agents, "recurrent": recurrent},
+                      fh, indent=2)
 
 
 if __name__ == "__main__":

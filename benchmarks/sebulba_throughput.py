@@ -14,6 +14,11 @@ In one run, for the splits {one shared device, 1 actor + 1 learner, 1 actor + 3 
 - end-to-end: Sebulba PPO SPS after the first (compiling) update;
 - efficiency = end-to-end / min(raw env, learner-only), and the per-stage seconds per
   update (env step, inference, params wait, rollout-queue wait, learner step).
+
+With ``--recurrent=lstm`` (or ``gru``) every split gets a second row, ``SPLIT+lstm``: the same
+agent with that core (``--recurrent_hidden`` units) after its torso, against the
+feed-forward row above it; both then take minibatches of whole sequences (the recurrent
+agent's only kind), so the rows differ only by the core.
 """
 
 from __future__ import annotations
@@ -37,10 +42,13 @@ def parse_args(argv=None):
     p.add_argument("--num_minibatches", type=int, default=2)
     p.add_argument("--updates", type=int, default=4, help="measured updates per split")
     p.add_argument("--splits", default=",".join(SPLITS))
+    p.add_argument("--recurrent", default="", help="lstm | gru: add a row per split with "
+                   "that core ('' = none)")
+    p.add_argument("--recurrent_hidden", type=int, default=256)
     return p.parse_args(argv)
 
 
-def make_config(args, split: str):
+def make_config(args, split: str, recurrent: str = "none"):
     from configs import atari_ppo
 
     c = atari_ppo.get_config()
@@ -54,6 +62,8 @@ def make_config(args, split: str):
     c.total_env_steps = c.num_envs * c.num_steps * (args.updates + 1)
     c.actor_device_ids, c.learner_device_ids = SPLITS[split]
     c.log_every = 1
+    if args.recurrent:  # both rows of a split take whole sequences
+        c.recurrent, c.recurrent_hidden, c.minibatch = recurrent, args.recurrent_hidden, "sequences"
     return c
 
 
@@ -116,11 +126,15 @@ def learner_only_sps(config, repeats: int) -> float:
     )
     from jax.sharding import NamedSharding
 
+    from rlcore.networks import initial_core
     from rlcore.types import Trajectory
 
+    core = initial_core(run.network, b)
+    if core is not None:  # a recurrent agent: zero start states, no episode starts
+        host.update(core_state=jax.tree.map(np.asarray, core), first=np.zeros((t, b), bool))
     mesh = run.layout.learner_mesh
     traj = jax.tree.map(lambda x, spec: jax.device_put(x, NamedSharding(mesh, spec)),
-                        Trajectory(**host), sl.TRAJ_SPEC)
+                        Trajectory(**host), sl.traj_spec(core))
     episodes = jax.device_put(np.zeros((mesh.devices.size, 3), np.float32),
                               NamedSharding(mesh, sl.P(sl.AXIS)))
     copy = lambda: jax.tree.map(jnp.copy, traj)  # the step donates nothing but its state
@@ -193,17 +207,20 @@ def main(argv=None):
 
     table, stage_rows = [], []
     plain = None
+    cores = ("none", args.recurrent) if args.recurrent else ("none",)
     for split in args.splits.split(","):
-        config = make_config(args, split)
-        env_sps = raw_env_sps(config)
-        learn_sps = learner_only_sps(config, args.updates)
-        if plain is None:
-            plain = plain_step_samples_per_s(config)
-        e2e, stages = end_to_end(config)
-        eff = e2e / min(env_sps, learn_sps)
-        table.append([split, f"{env_sps:,.0f}", f"{learn_sps:,.0f}", f"{e2e:,.0f}",
-                      f"{eff:.2f}"])
-        stage_rows.append([split] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
+        env_sps = raw_env_sps(make_config(args, split))
+        for core in cores:
+            config = make_config(args, split, core)
+            name = split if core == "none" else f"{split}+{core}"
+            learn_sps = learner_only_sps(config, args.updates)
+            if plain is None:
+                plain = plain_step_samples_per_s(config)
+            e2e, stages = end_to_end(config)
+            eff = e2e / min(env_sps, learn_sps)
+            table.append([name, f"{env_sps:,.0f}", f"{learn_sps:,.0f}", f"{e2e:,.0f}",
+                          f"{eff:.2f}"])
+            stage_rows.append([name] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
     print(f"{args.env_id}, {args.network}, {args.num_envs} envs x {args.num_steps} steps, "
           f"{args.num_actor_threads} actor threads, {args.num_epochs} epochs x "
           f"{args.num_minibatches} minibatches")

@@ -16,6 +16,9 @@ def get_config() -> ml_collections.ConfigDict:
     #                                 or name the library: gymnax:, envpool:, own:Catch
     c.algorithm = "ppo"             # ppo | impala
     c.network = "mlp"               # mlp | nature_cnn | impala_resnet | minatar_cnn
+    c.recurrent = "none"            # none | lstm | gru: a core after the network's torso,
+    #                                 reset to zeros at every episode's first step
+    c.recurrent_hidden = 128        # units of the recurrent core
     c.total_env_steps = 500_000     # budget over all envs of all processes
     c.num_envs = 4                  # envs in all, over all processes, threads and devices
     c.num_steps = 128               # rollout length T

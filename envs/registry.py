@@ -51,8 +51,21 @@ def _make_catch(**overrides: Any) -> JaxEnv:
     return CatchEnv(**overrides)
 
 
+def _make_recall(**overrides: Any) -> JaxEnv:
+    from envs.recall import RecallEnv
+
+    return RecallEnv(**overrides)
+
+
+def _make_masked_cartpole(**overrides: Any) -> JaxEnv:
+    from envs.masked import masked_cartpole
+
+    return masked_cartpole(**overrides)
+
+
 # Our own jittable envs: name -> factory(**overrides); ids ``own:NAME`` and ``NAME-own``.
-OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch}
+OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch, "Recall": _make_recall,
+                                              "MaskedCartPole": _make_masked_cartpole}
 
 
 class Resolved(NamedTuple):
@@ -301,6 +314,8 @@ RETURN_RANGES: dict[str, tuple[float | None, float | None]] = {
     "Acrobot-v1": (-500.0, 0.0),
     "Catch": (-1.0, 1.0),
     "Catch-bsuite": (-1.0, 1.0),
+    "Recall": (-1.0, 1.0),
+    "MaskedCartPole": (0.0, 500.0),
     "Breakout-MinAtar": (0.0, None),
     "Asterix-MinAtar": (0.0, None),
     "Freeway-MinAtar": (0.0, None),

@@ -44,6 +44,8 @@ class HParams:
         (static; ``rlcore.algorithms.base.minibatch_kind``).
       update_unroll: scan unroll of the gradient steps, 0 = fully unrolled (static).
       microbatches: chunks each minibatch's gradient is accumulated over (static).
+      recurrent: the network's core, ``"none"`` (feed-forward), ``"lstm"`` or ``"gru"``
+        (static; a recurrent agent's minibatches are whole sequences).
     """
 
     learning_rate: float
@@ -69,6 +71,7 @@ class HParams:
     minibatch: str = struct.field(pytree_node=False)
     update_unroll: int = struct.field(pytree_node=False)
     microbatches: int = struct.field(pytree_node=False)
+    recurrent: str = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``:

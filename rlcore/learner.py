@@ -28,14 +28,15 @@ import optax
 from rlcore.algorithms import Algorithm, make_algorithm
 from rlcore.algorithms.base import SAMPLES, SEQUENCES, SUM, minibatch_kind
 from rlcore.hparams import HParams
+from rlcore.networks import NO_CORE, init_params
 from rlcore.types import LearnerState, Trajectory
 
 
 def init_learner_state(network, optimizer, key, spec) -> LearnerState:
-    """Fresh params (``network.init`` on one dummy observation of ``spec``), optimizer state
-    and update counter 0. Jit it with the sharding the caller wants."""
-    dummy = jnp.zeros((1,) + tuple(spec.obs_shape), jnp.dtype(spec.obs_dtype))
-    params = network.init(key, dummy)
+    """Fresh params (``network.init`` on one dummy observation of ``spec``, see
+    ``rlcore.networks.init_params``), optimizer state and update counter 0. Jit it with the
+    sharding the caller wants."""
+    params = init_params(network, key, spec)
     return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0))
 
 
@@ -274,10 +275,12 @@ def make_update_fn(
 def make_update_fn_for(hp: HParams, apply_fn: Callable,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None):
     """``make_update_fn`` with the algorithm, epochs, minibatches (their kind: ``hp.minibatch``,
-    ``"auto"`` for the algorithm's own), unroll and micro-batches of ``hp``."""
+    ``"auto"`` for the algorithm's own; sequences for a recurrent agent), unroll and
+    micro-batches of ``hp``."""
     algorithm = make_algorithm(hp)
     return make_update_fn(
         algorithm, apply_fn, optimizer, num_epochs=hp.num_epochs,
-        num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch),
+        num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch,
+                                                         hp.recurrent != NO_CORE),
         axis_name=axis_name, unroll=scan_unroll(hp.update_unroll),
         microbatches=micro_count(hp.microbatches))

@@ -1,7 +1,11 @@
 """PPO and IMPALA losses, pure functions of params and a time-major minibatch.
 
 Both take ``apply_fn(params, obs) -> (logits, value)`` with ``obs`` ``[N, *obs_shape]``,
-``logits`` ``[N, A]`` and ``value`` ``[N]``, and return ``(loss, LossMetrics)``.
+``logits`` ``[N, A]`` and ``value`` ``[N]``, and return ``(loss, LossMetrics)``. For a
+recurrent network (the minibatch carries a ``core_state``) ``apply_fn`` is its sequence
+apply, ``(params, obs [T, b, ...], core [b, H], first [T, b]) -> (logits, value, core)``,
+and the losses re-run the core over each whole sequence from the stored start state
+(``rlcore.networks.unroll_network``): truncated backpropagation through the rollout.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlcore import returns
-from rlcore.types import Trajectory, take_envs, take_samples
+from rlcore.networks import unroll_network
+from rlcore.types import CoreState, Trajectory, map_env_axis, take_samples
 
 
 @struct.dataclass
@@ -26,6 +31,9 @@ class PPOBatch:
       old_value: ``[T, b]`` value estimates the targets were built from (for value clipping).
       advantages: ``[T, b]`` GAE advantages (not normalised).
       targets: ``[T, b]`` value targets.
+      core_state: recurrent agents: CoreState ``[b, H]`` before step 0 (see
+        ``Trajectory``); None for feed-forward agents.
+      first: recurrent agents: ``[T, b]`` bool episode starts; None for feed-forward agents.
     """
 
     obs: jax.Array
@@ -34,10 +42,12 @@ class PPOBatch:
     old_value: jax.Array
     advantages: jax.Array
     targets: jax.Array
+    core_state: CoreState | None = None
+    first: jax.Array | None = None
 
     def take_envs(self, idx) -> "PPOBatch":
-        """The envs ``idx [b]``: leaves ``[T, b, ...]``."""
-        return take_envs(self, idx)
+        """The envs ``idx [b]``: leaves ``[T, b, ...]``, ``core_state`` ``[b, H]``."""
+        return map_env_axis(self, lambda x, axis: jnp.take(x, idx, axis=axis), ("core_state",))
 
     def take_samples(self, steps, envs) -> "PPOBatch":
         """Single samples: step ``steps[i, j]`` of env ``envs[i, j]`` (both ``[T, b]``) at
@@ -92,11 +102,21 @@ def _flatten_time(x):
     return x.reshape((-1,) + x.shape[2:])
 
 
-def _apply_time_major(params, apply_fn, obs):
-    """Network on ``[T, b, *obs_shape]``; returns ``[T, b, A]`` logits, ``[T, b]`` values."""
-    t, b = obs.shape[:2]
-    logits, value = apply_fn(params, _flatten_time(obs))
-    return logits.reshape((t, b) + logits.shape[1:]), value.reshape((t, b))
+def _apply_time_major(params, apply_fn, obs, core_state=None, first=None):
+    """Network on ``[T, b, *obs_shape]`` (a recurrent one from ``core_state [b, H]`` with
+    episode starts ``first [T, b]``); returns ``[T, b, A]`` logits, ``[T, b]`` values."""
+    return unroll_network(apply_fn, params, obs, core_state, first)
+
+
+def with_bootstrap(trajectory: Trajectory):
+    """The rollout's observations with the bootstrap one, ``[T + 1, b, ...]``, and for a
+    recurrent agent their episode starts ``[T + 1, b]`` (the bootstrap observation starts
+    one where the last step ended one); None for feed-forward agents."""
+    obs_all = jnp.concatenate([trajectory.obs, trajectory.bootstrap_obs[None]], axis=0)
+    if trajectory.first is None:
+        return obs_all, None
+    done = trajectory.terminated[-1] | trajectory.truncated[-1]
+    return obs_all, jnp.concatenate([trajectory.first, done[None]], axis=0)
 
 
 def _log_prob_entropy(logits, action):
@@ -158,7 +178,8 @@ def ppo_loss(
     chex.assert_rank([batch.action, batch.old_value, batch.advantages, batch.targets], 2)
     chex.assert_equal_shape([batch.action, batch.old_value, batch.advantages, batch.targets])
     chex.assert_rank(batch.behaviour_logits, 3)
-    logits, value = _apply_time_major(params, apply_fn, batch.obs)
+    logits, value = _apply_time_major(params, apply_fn, batch.obs, batch.core_state,
+                                      batch.first)
     log_pa, entropy = _log_prob_entropy(logits, batch.action)
     old_log_pa, _ = _log_prob_entropy(batch.behaviour_logits, batch.action)
     log_ratio = log_pa - old_log_pa
@@ -223,8 +244,9 @@ def impala_loss(
     chex.assert_rank([trajectory.action, trajectory.reward], 2)
     chex.assert_equal_shape([trajectory.action, trajectory.reward, trajectory.terminated])
     t, b = trajectory.action.shape
-    obs_all = jnp.concatenate([trajectory.obs, trajectory.bootstrap_obs[None]], axis=0)
-    logits_all, value_all = _apply_time_major(params, apply_fn, obs_all)
+    obs_all, first_all = with_bootstrap(trajectory)
+    logits_all, value_all = _apply_time_major(params, apply_fn, obs_all,
+                                              trajectory.core_state, first_all)
     logits, value_tm1 = logits_all[:t], value_all[:t]
     log_pa, entropy = _log_prob_entropy(logits, trajectory.action)
     mu_log_pa, _ = _log_prob_entropy(trajectory.behaviour_logits, trajectory.action)

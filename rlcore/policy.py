@@ -13,7 +13,9 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from rlcore.networks import step_network
 from rlcore.seeding import per_env_keys, sample_actions
+from rlcore.types import CoreState
 
 
 def greedy_actions(logits: jax.Array) -> jax.Array:
@@ -53,8 +55,25 @@ def policy_actions(apply_fn: Callable, params, obs: jax.Array, action_root: jax.
     Returns:
       int32 ``[N]``.
     """
-    logits, _ = apply_fn(params, obs)
+    return policy_step(apply_fn, params, obs, None, None, action_root, t, greedy)[0]
+
+
+def policy_step(apply_fn: Callable, params, obs: jax.Array, core: CoreState | None, first,
+                action_root: jax.Array | None, t: jax.Array,
+                greedy: bool) -> tuple[jax.Array, CoreState | None]:
+    """``policy_actions`` for a feed-forward (``core`` None) or recurrent agent: the actions
+    and the core state after the step (``rlcore.networks.step_network``).
+
+    Args:
+      core: CoreState ``[N, H]`` before the step, or None.
+      first: ``[N]`` bool, ``obs`` starts an episode (recurrent only).
+      (the others as ``policy_actions``.)
+
+    Returns:
+      ``(int32 [N], core [N, H] or None)``.
+    """
+    logits, _, core = step_network(apply_fn, params, obs, core, first)
     if greedy:
-        return greedy_actions(logits)
+        return greedy_actions(logits), core
     ids = jnp.arange(obs.shape[0], dtype=jnp.int32)
-    return select_actions(logits, per_env_keys(action_root, ids, t), greedy)
+    return select_actions(logits, per_env_keys(action_root, ids, t), greedy), core

@@ -43,6 +43,20 @@ class EnvSpec:
 
 
 @struct.dataclass
+class CoreState:
+    """The state of a recurrent core (``rlcore.networks.RecurrentActorCritic``) for a batch
+    of envs; every leaf ``[B, H]`` float32 (H: the core's hidden size).
+
+    Attributes:
+      h: the cell's output (LSTM hidden state, GRU state).
+      c: the LSTM's cell state; None for a GRU.
+    """
+
+    h: jax.Array
+    c: jax.Array | None = None
+
+
+@struct.dataclass
 class Trajectory:
     """A rollout of T steps of B envs, time-major.
 
@@ -63,6 +77,13 @@ class Trajectory:
         the learner can use them as its own; None elsewhere (Sebulba), and the learner
         recomputes them.
       bootstrap_obs: ``[B, *obs_shape]``.
+      core_state: recurrent agents: CoreState ``[B, H]`` leaves, the core's state *before*
+        step 0 (before its reset where ``first[0]``); the loss re-runs the core over each
+        whole sequence from it. None for feed-forward agents.
+      first: recurrent agents: ``[T, B]`` bool, ``obs[t]`` is the first observation of an
+        episode (``terminated | truncated`` of step ``t - 1``; for ``t = 0`` that of the
+        previous rollout's last step, True at the very start): the core restarts from zeros
+        there. None for feed-forward agents. The bootstrap observation's flag is ``done[T - 1]``.
     """
 
     obs: jax.Array
@@ -73,12 +94,16 @@ class Trajectory:
     behaviour_logits: jax.Array
     behaviour_value: jax.Array | None
     bootstrap_obs: jax.Array
+    core_state: CoreState | None = None
+    first: jax.Array | None = None
+
+    # Leaves whose env axis is 0 (``[B, ...]``); every other leaf is time-major.
+    _ENV_MAJOR = ("bootstrap_obs", "core_state")
 
     def _map_env_axis(self, fn) -> "Trajectory":
         """``fn(leaf, env_axis)`` on every leaf: axis 1 of ``[T, B, ...]``, axis 0 of
-        ``bootstrap_obs``."""
-        body = jax.tree.map(lambda x: fn(x, 1), self.replace(bootstrap_obs=None))
-        return body.replace(bootstrap_obs=fn(self.bootstrap_obs, 0))
+        ``bootstrap_obs`` and ``core_state``."""
+        return map_env_axis(self, fn, self._ENV_MAJOR)
 
     def take_envs(self, idx) -> "Trajectory":
         """The envs ``idx [b]`` (a minibatch): leaves ``[T, b, ...]``, bootstrap ``[b, ...]``."""
@@ -95,19 +120,35 @@ class Trajectory:
         one device); a single one is returned as is."""
         if len(trajs) == 1:
             return trajs[0]
+        major = Trajectory._ENV_MAJOR
         body = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1),
-                            *[t.replace(bootstrap_obs=None) for t in trajs])
-        return body.replace(bootstrap_obs=jnp.concatenate([t.bootstrap_obs for t in trajs], 0))
+                            *[t.replace(**dict.fromkeys(major)) for t in trajs])
+        return body.replace(**{k: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0),
+                                                *[getattr(t, k) for t in trajs])
+                               for k in major})
 
     @staticmethod
-    def env_partition(axis_name: str, with_value: bool = True) -> "Trajectory":
+    def env_partition(axis_name: str, with_value: bool = True,
+                      core_state: CoreState | None = None) -> "Trajectory":
         """PartitionSpecs that split the env axis over mesh axis ``axis_name`` (for
         ``shard_map`` and ``NamedSharding``); ``with_value=False`` where ``behaviour_value``
-        is None."""
+        is None; ``core_state``: a CoreState of the recurrent agent's structure (any
+        leaves), None for feed-forward agents."""
         tm = P(None, axis_name)
+        recurrent = core_state is not None
         return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
                           behaviour_logits=tm, behaviour_value=tm if with_value else None,
-                          bootstrap_obs=P(axis_name))
+                          bootstrap_obs=P(axis_name),
+                          core_state=jax.tree.map(lambda _: P(axis_name), core_state),
+                          first=tm if recurrent else None)
+
+
+def map_env_axis(record, fn, env_major: Sequence[str]):
+    """``fn(leaf, env_axis)`` on every leaf of a time-major record: axis 0 for the leaves
+    under the fields ``env_major`` (``[B, ...]``), axis 1 for all others (``[T, B, ...]``)."""
+    body = jax.tree.map(lambda x: fn(x, 1), record.replace(**dict.fromkeys(env_major)))
+    return body.replace(**{k: jax.tree.map(lambda x: fn(x, 0), getattr(record, k))
+                           for k in env_major})
 
 
 @struct.dataclass

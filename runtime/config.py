@@ -21,9 +21,9 @@ from typing import Callable
 import ml_collections
 
 from rlcore.algorithms import REGISTRY as ALGORITHMS
-from rlcore.algorithms.base import AUTO
+from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
-from rlcore.networks import IMAGE_NETWORKS, NETWORKS
+from rlcore.networks import CORES, IMAGE_NETWORKS, NETWORKS, NO_CORE
 from rlcore.optim import OPTIMIZERS
 from rlcore.seeding import MAX_EVAL_ENVS
 from rlcore.types import EnvSpec
@@ -298,10 +298,14 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be an integer in [0, {MAX_SEED}), got {shown(config.seed)}")
     choice(config, "algorithm", ALGORITHMS)
     choice(config, "network", NETWORKS)
+    choice(config, "recurrent", CORES)
+    positive_int(config, "recurrent_hidden")
     choice(config, "optimizer", OPTIMIZERS)
-    kinds = (AUTO, *ALGORITHMS[config.algorithm].minibatch_kinds)
+    recurrent = config.recurrent != NO_CORE
+    kinds = (AUTO, *accepted_kinds(ALGORITHMS[config.algorithm], recurrent))
     require(config.minibatch in kinds, "minibatch",
-            f"must be one of {', '.join(kinds)} for {config.algorithm}, got "
+            f"must be one of {', '.join(kinds)} for "
+            f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
             f"{shown(config.minibatch)}")
     positive_int(config, "total_env_steps", hi=MAX_INT64)
     for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every"):

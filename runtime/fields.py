@@ -52,6 +52,8 @@ seed                        int     -          -          -
 env_id                      str     -          -          -
 algorithm                   str     -          -          -
 network                     str     -          -          -
+recurrent                   str     -          -          -
+recurrent_hidden            int     -          -          -
 total_env_steps             int     -          -          -
 num_envs                    int     -          -          -
 num_steps                   int     -          -          -

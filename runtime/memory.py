@@ -35,7 +35,11 @@ per device, with
                       without: c = (T + 1) * B, v = min(VALUE_CHUNK, c); IMPALA: 0)
     params, optim   = A * ((2 + [K > 1]) * P + O)         (params, gradients, state, and
                                                            the accumulator of micro-batches)
-    total           = rollout obs + trajectory + params, optim + max(minibatch, value pass)
+    core states     = A * B * (2 * h + T)                 (recurrent agents: the envs' core
+                      state carried between rollouts and the trajectory's start state, h
+                      bytes per env each, and the [T, B] bool episode starts; 0 otherwise)
+    total           = rollout obs + trajectory + params, optim + core states
+                      + max(minibatch, value pass)
 
 (the value pass ends before the first gradient step, so only the larger of the two is live).
 A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limit``
@@ -60,7 +64,7 @@ import numpy as np
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
-from rlcore.networks import make_network
+from rlcore.networks import NO_CORE, initial_core, make_network
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
 from runtime.config import AUTO_MICROBATCHES, AUTO_UNROLL, DeviceCounts, HostMemory, ModeChecks
@@ -90,6 +94,8 @@ class MemoryEstimate:
       value_pass: the algorithm's value pass before the epochs (0 where it has none).
       params_optimizer: params, gradients and optimizer state of every agent.
       total: peak per device.
+      core_states: a recurrent agent's core states (carried and stored) and episode-start
+        flags, per device (0 for feed-forward agents).
       host: the mode's host buffers (``ModeChecks.host_memory``; 0 where it has none).
     """
 
@@ -99,6 +105,7 @@ class MemoryEstimate:
     value_pass: int
     params_optimizer: int
     total: int
+    core_states: int = 0
     host: int = 0
 
 
@@ -111,12 +118,14 @@ class NetworkSizes:
       opt_state: bytes of the optimizer state.
       residual_per_sample: bytes the backward pass keeps per sample.
       largest_per_sample: bytes of the largest single activation of one sample.
+      core_per_env: bytes of one env's recurrent core state (0 for feed-forward networks).
     """
 
     params: int
     opt_state: int
     residual_per_sample: int
     largest_per_sample: int
+    core_per_env: int = 0
 
 
 def tree_bytes(tree) -> int:
@@ -139,13 +148,17 @@ def step_bytes(spec: EnvSpec, *, with_value: bool, prepared: int = 0) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> NetworkSizes:
-    """Sizes of ``network`` on ``spec`` with ``optimizer`` (gradient clipping or not).
+def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool,
+                  recurrent: str = NO_CORE, hidden_size: int = 128) -> NetworkSizes:
+    """Sizes of ``network`` (with a ``recurrent`` core of ``hidden_size`` units, or none)
+    on ``spec`` with ``optimizer`` (gradient clipping or not).
 
     The residuals of ``jax.vjp(network.apply)`` are affine in the batch size: their bytes at
-    batch 2 minus batch 1 are the per-sample part (the rest are params and constants).
+    batch 2 minus batch 1 are the per-sample part (the rest are params and constants); a
+    recurrent network's batch is a sequence of one step of that many envs.
     """
-    net = make_network(network, spec)
+    net = make_network(network, spec, recurrent, hidden_size)
+    core = initial_core(net, 1)
     # Only the state's shapes are used: the constants do not change them.
     opt = make_optimizer(optimizer, 1e-3, max_grad_norm=1.0 if clip else 0.0, num_updates=1,
                          steps_per_update=1,
@@ -153,17 +166,24 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool) -> Ne
     state = jax.eval_shape(
         functools.partial(init_learner_state, net, opt, spec=spec), jax.random.key(0))
 
+    def apply(p, o):
+        if core is None:
+            return net.apply(p, o)
+        n = o.shape[0]
+        return net.apply(p, o[None], initial_core(net, n), jnp.ones((1, n), bool))
+
     def residuals(n):
         obs = jax.ShapeDtypeStruct((n,) + tuple(spec.obs_shape), jnp.dtype(spec.obs_dtype))
         pullback = jax.eval_shape(
-            lambda p, o: jax.vjp(lambda p: net.apply(p, o), p)[1], state.params, obs)
+            lambda p, o: jax.vjp(lambda p: apply(p, o), p)[1], state.params, obs)
         return [tree_bytes(leaf) for leaf in jax.tree.leaves(pullback)]
 
     one, two = residuals(1), residuals(2)
     per_leaf = [b - a for a, b in zip(one, two)] if len(one) == len(two) else [0]
     return NetworkSizes(params=tree_bytes(state.params), opt_state=tree_bytes(state.opt_state),
                         residual_per_sample=sum(two) - sum(one),
-                        largest_per_sample=max(per_leaf + [obs_bytes(spec) * 4]))
+                        largest_per_sample=max(per_leaf + [obs_bytes(spec) * 4]),
+                        core_per_env=0 if core is None else tree_bytes(core))
 
 
 def live_steps(config, platform: str, unroll: int | None = None) -> int:
@@ -268,7 +288,8 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
         microbatches = plan.microbatches if microbatches is None else microbatches
     algorithm = ALGORITHMS[config.algorithm]
     agents = mode.num_agents(config)
-    sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0)
+    sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0,
+                          config.recurrent, config.recurrent_hidden)
     t, b = config.num_steps, config.num_envs // num_shards
     o = obs_bytes(spec)
     r = step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
@@ -277,14 +298,18 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     trajectory = agents * t * b * r
     minibatch = (agents * live_steps(config, platform, unroll) * samples
                  * int(o + BACKWARD_FACTOR * sizes.residual_per_sample))
-    value = algorithm.value_pass(t, b, mode.rollout_values)
+    # A recurrent agent's values come from an unroll of the learner's params over the whole
+    # rollout (the rollout's own values are not used; the unroll is not chunked).
+    value = algorithm.value_pass(t, b, mode.rollout_values and config.recurrent == NO_CORE)
     value_pass = agents * (value.copied_obs * o
                            + int(FORWARD_FACTOR * value.forward_samples * sizes.largest_per_sample))
     # params and gradients (and the gradient accumulator of micro-batches), optimizer state
     params = agents * ((2 + (microbatches > 1)) * sizes.params + sizes.opt_state)
-    total = rollout_obs + trajectory + params + max(minibatch, value_pass)
+    cores = agents * b * (2 * sizes.core_per_env + t) if sizes.core_per_env else 0
+    total = rollout_obs + trajectory + params + cores + max(minibatch, value_pass)
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
                           value_pass=value_pass, params_optimizer=params, total=total,
+                          core_states=cores,
                           host=mode.host_memory.bytes(config, spec, num_processes)
                           if mode.host_memory is not None else 0)
 

@@ -1,5 +1,12 @@
 """Sebulba actor threads: each steps its own EnvPool batch and runs the policy on its
-actor device, then splits the rollout along the env axis onto the learner devices."""
+actor device, then splits the rollout along the env axis onto the learner devices.
+
+A recurrent agent's core state lives on the actor device, one row per env of the thread,
+and is carried from rollout to rollout with the episode-start flags; each rollout ships
+the state at its start and the flags (``Trajectory.core_state``, ``Trajectory.first``). A
+thread starts (and a resumed run restarts) from zeros with every flag set: its envs are
+reset then (re-seeded from ``(seed, update)`` on resume), so every env begins an episode.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +20,9 @@ import jax
 import numpy as np
 
 from envs.base import HostEnv
+from rlcore.networks import step_network
 from rlcore.seeding import per_env_keys, sample_actions
-from rlcore.types import EpisodeSummary, Trajectory
+from rlcore.types import CoreState, EpisodeSummary, Trajectory
 from sebulba import pipeline
 from sebulba.layout import ShardSlice
 from sebulba.pipeline import ParamsServer, StopControl
@@ -72,6 +80,8 @@ class ActorSpec:
       jitter_ms: debug: random extra sleep per env step (0: off).
       fail_at_update: debug: raise before this rollout (-1: off).
       nan_at_update: debug: poison this rollout's rewards (-1: off).
+      initial_core: ``n -> `` a recurrent agent's zero core state of ``n`` envs, None for
+        feed-forward agents (``rlcore.networks.initial_core``).
     """
 
     name: str
@@ -88,16 +98,19 @@ class ActorSpec:
     jitter_ms: int = 0
     fail_at_update: int = -1
     nan_at_update: int = -1
+    initial_core: Callable[[int], CoreState | None] = lambda n: None
 
 
 def make_policy_fn(apply_fn: Callable, action_root):
-    """Jitted ``(params, obs [n, ...], env_ids [n], update, step) -> (action [n], logits
-    [n, A])``; runs where its arguments live (the actor device)."""
+    """Jitted ``(params, obs [n, ...], core, first [n], env_ids [n], update, step) ->
+    (action [n], logits [n, A], core)``; runs where its arguments live (the actor device).
+    ``core``: a recurrent agent's CoreState ``[n, H]`` before the step (returned after it),
+    ``first``: its episode starts; both None for a feed-forward agent."""
 
-    def policy(params, obs, env_ids, update, step):
-        logits, _ = apply_fn(params, obs)
+    def policy(params, obs, core, first, env_ids, update, step):
+        logits, _, core = step_network(apply_fn, params, obs, core, first)
         action = sample_actions(per_env_keys(action_root, env_ids, update, step), logits)
-        return action, logits
+        return action, logits, core
 
     return jax.jit(policy)
 
@@ -131,9 +144,11 @@ class Actor:
             env_ids = jax.device_put(
                 np.arange(spec.first_env, spec.first_env + spec.num_envs, dtype=np.int32),
                 spec.device)
+            core = jax.device_put(spec.initial_core(spec.num_envs), spec.device)
+            first = None if core is None else np.ones(spec.num_envs, bool)
             put_wait = 0.0
             for r in range(spec.start, spec.end):
-                item, obs = self._rollout(env, obs, env_ids, r)
+                item, obs, core, first = self._rollout(env, obs, core, first, env_ids, r)
                 # The wait to hand over the previous rollout: once an item is in the queue
                 # the learner may read it, so nothing is written to it after the put.
                 item.timers["actor_put_wait"] = put_wait
@@ -149,9 +164,12 @@ class Actor:
                 except BaseException as e:  # noqa: BLE001 - a failed close fails the run too
                     self.stop.fail(e)
 
-    def _rollout(self, env: HostEnv, obs: np.ndarray, env_ids, r: int):
-        """Collects rollout ``r`` from ``obs`` with this thread's global ``env_ids [n]``
-        (on the actor device); returns ``(RolloutItem, next obs)``."""
+    def _rollout(self, env: HostEnv, obs: np.ndarray, core: CoreState | None,
+                 first: np.ndarray | None, env_ids, r: int):
+        """Collects rollout ``r`` from ``obs`` (and a recurrent agent's ``core [n, H]`` and
+        episode starts ``first [n]``; None for feed-forward) with this thread's global
+        ``env_ids [n]`` (on the actor device); returns ``(RolloutItem, next obs, next core,
+        next first)``."""
         spec = self.spec
         if r == spec.fail_at_update:
             raise RuntimeError(f"debug.fail_actor_at_update: actor failed at update {r}")
@@ -160,14 +178,15 @@ class Actor:
             pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
             spec.timeout_s)
         buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs)
+        start_core, firsts = core, []
         logits = []
         ep_ret, ep_len, ep_cnt = 0.0, 0.0, 0
         for t in range(spec.num_steps):
             if self.stop.stopped:
                 raise pipeline.PipelineStopped()
             t0 = time.perf_counter()
-            action, logit = self.policy(params, jax.device_put(obs, spec.device), env_ids,
-                                        np.int32(r), np.int32(t))
+            action, logit, core = self.policy(params, jax.device_put(obs, spec.device), core,
+                                              first, env_ids, np.int32(r), np.int32(t))
             action.block_until_ready()
             t1 = time.perf_counter()
             action_np = np.asarray(action)
@@ -182,6 +201,9 @@ class Actor:
             buf.write(t, obs, action_np, ts)
             logits.append(logit)
             done = ts.terminated | ts.truncated
+            if first is not None:
+                firsts.append(first)
+                first = done
             if done.any():
                 ep_ret += float(env.stats.completed_return[done].sum())
                 ep_len += float(env.stats.completed_length[done].sum())
@@ -192,12 +214,13 @@ class Actor:
         rollout = Trajectory(
             obs=buf.obs, action=buf.action, reward=buf.reward, terminated=buf.terminated,
             truncated=buf.truncated, behaviour_logits=jax.numpy.stack(logits),
-            behaviour_value=None, bootstrap_obs=obs,
+            behaviour_value=None, bootstrap_obs=obs, core_state=start_core,
+            first=np.stack(firsts) if firsts else None,
         )
         item = RolloutItem(update=r, pieces=self._split(rollout),
                            episodes=EpisodeSummary(ep_ret, ep_len, ep_cnt), timers=timers,
                            params_version=version)
-        return item, obs
+        return item, obs, core, first
 
     def _split(self, rollout: Trajectory) -> tuple[ShardPiece, ...]:
         """The rollout's slices for every overlapping learner shard, placed there."""

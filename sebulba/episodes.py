@@ -24,26 +24,45 @@ import jax
 import numpy as np
 
 from envs.base import HostEnv
-from rlcore.policy import policy_actions
+from rlcore.policy import policy_step
 from rlcore.types import EpisodeSummary
 from runtime.stats import EpisodeResults
 
 
-def make_host_policy(apply_fn: Callable, device, greedy: bool, action_root=None):
-    """``policy(params, obs [N, ...] numpy, t) -> actions [N]`` numpy, jitted on ``device``.
+def no_core(n: int) -> None:
+    """The initial core state of a feed-forward agent's ``n`` envs: none."""
+    del n
+
+
+def make_host_policy(apply_fn: Callable, device, greedy: bool, action_root=None,
+                     initial_core: Callable = no_core):
+    """``policy(params, obs [N, ...] numpy, t, first [N] numpy bool) -> actions [N]`` numpy,
+    jitted on ``device``.
+
+    A recurrent agent's core state (``initial_core(N)`` at ``t = 0``, then the one the
+    previous call left) is kept by the policy and reset to zeros where ``first`` (``obs``
+    starts an episode); one policy plays one episode set at a time.
 
     Args:
       apply_fn: the network's apply.
       device: where the policy runs (params must be there).
       greedy: argmax actions; otherwise sampled with keys ``per_env_keys(action_root, i, t)``.
       action_root: the action root key (``EvaluateRoots.action``); unused when greedy.
+      initial_core: ``n ->`` a recurrent agent's zero state of ``n`` envs (None:
+        feed-forward; ``rlcore.networks.initial_core``).
     """
-    fn = jax.jit(functools.partial(policy_actions, apply_fn), static_argnames="greedy")
+    fn = jax.jit(functools.partial(policy_step, apply_fn), static_argnames="greedy")
     root = None if action_root is None else jax.device_put(action_root, device)
+    held = {}
 
-    def policy(params, obs: np.ndarray, t: int) -> np.ndarray:
-        obs, t = jax.device_put((obs, np.int32(t)), device)
-        return np.asarray(fn(params, obs, root, t, greedy=greedy))
+    def policy(params, obs: np.ndarray, t: int, first: np.ndarray) -> np.ndarray:
+        if t == 0:
+            held["core"] = jax.device_put(initial_core(len(obs)), device)
+        core = held["core"]
+        obs, t, first = jax.device_put((obs, np.int32(t), None if core is None else first),
+                                       device)
+        actions, held["core"] = fn(params, obs, core, first, root, t, greedy=greedy)
+        return np.asarray(actions)
 
     return policy
 
@@ -75,17 +94,19 @@ class FirstEpisodes:
                               count=int(done.sum()))
 
 
-def play_first_episodes(env: HostEnv, policy: Callable[[np.ndarray, int], np.ndarray], *,
+def play_first_episodes(env: HostEnv,
+                        policy: Callable[[np.ndarray, int, np.ndarray], np.ndarray], *,
                         max_steps: int | None = None,
                         should_stop: Callable[[], bool] | None = None,
                         capture: Callable[[np.ndarray], np.ndarray] | None = None
                         ) -> FirstEpisodes | None:
-    """Resets ``env`` and steps it with ``policy(obs, t) -> actions`` until each of its envs
-    has finished one episode (or ``max_steps`` steps).
+    """Resets ``env`` and steps it with ``policy(obs, t, first) -> actions`` until each of its
+    envs has finished one episode (or ``max_steps`` steps).
 
     Args:
       env: a HostEnv of N envs (same-step auto-reset, episode statistics in ``env.stats``).
-      policy: ``(obs [N, ...], t) -> actions [N]``.
+      policy: ``(obs [N, ...], t, first [N] bool) -> actions [N]``; ``first``: ``obs`` starts
+        an episode (all at ``t = 0``; then where the previous step ended one).
       max_steps: cap on the steps (None: until every env finished).
       should_stop: checked before every step; when it turns true the play is abandoned.
       capture: ``obs [N, ...] -> frame`` of env 0, called on the obs of each of its first
@@ -98,14 +119,16 @@ def play_first_episodes(env: HostEnv, policy: Callable[[np.ndarray, int], np.nda
     finished = np.zeros(n, bool)
     returns, lengths = np.zeros(n, np.float64), np.zeros(n, np.int64)
     obs = env.reset().obs
+    first = np.ones(n, bool)
     frames = [] if capture is None else [capture(obs)]
     t = 0
     while not finished.all() and (max_steps is None or t < max_steps):
         if should_stop is not None and should_stop():
             return None
-        ts = env.step(np.asarray(policy(obs, t)))
+        ts = env.step(np.asarray(policy(obs, t, first)))
         obs, t = ts.obs, t + 1
-        ended = (ts.terminated | ts.truncated) & ~finished
+        first = ts.terminated | ts.truncated
+        ended = first & ~finished
         returns[ended] = env.stats.completed_return[ended]
         lengths[ended] = env.stats.completed_length[ended]
         finished |= ended
@@ -122,12 +145,15 @@ class EvalPool:
       apply_fn: the network's apply.
       device: where the policy runs (the first actor device).
       max_steps: cap on one evaluation's steps.
+      initial_core: ``n ->`` a recurrent agent's zero state (see ``make_host_policy``).
     """
 
-    def __init__(self, env: HostEnv, apply_fn: Callable, device, max_steps: int):
+    def __init__(self, env: HostEnv, apply_fn: Callable, device, max_steps: int,
+                 initial_core: Callable = no_core):
         self.env = env
         self.max_steps = max_steps
-        self._policy = make_host_policy(apply_fn, device, greedy=True)
+        self._policy = make_host_policy(apply_fn, device, greedy=True,
+                                        initial_core=initial_core)
 
     def run(self, params, should_stop: Callable[[], bool] | None = None
             ) -> EpisodeSummary | None:

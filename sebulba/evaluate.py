@@ -21,10 +21,12 @@ Exit codes (``runtime.command``): 0 done, 1 runtime failure, 2 bad argument (one
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
 
+from rlcore.networks import initial_core
 from rlcore.seeding import (
     EVALUATE_STREAM,
     HOST_EVAL_SEED_BASE,
@@ -65,13 +67,14 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     try:
         device = jax.local_devices()[0]
         policy = make_host_policy(run.network.apply, device, args.greedy,
-                                  EvaluateRoots.from_seed(config.seed).action)
+                                  EvaluateRoots.from_seed(config.seed).action,
+                                  functools.partial(initial_core, run.network))
         params = jax.device_put(state.params, device)
         capture = None
         if args.video:
             to_frame = registry.obs_frame_fn(config.env_id, registry.SEBULBA, env)
             capture = rgb_capture(env) if render else (lambda obs: to_frame(obs[0]))
-        episodes = play_first_episodes(env, lambda obs, t: policy(params, obs, t),
+        episodes = play_first_episodes(env, functools.partial(policy, params),
                                        capture=capture)
     finally:
         env.close()

@@ -19,8 +19,15 @@ from sebulba.actor import RolloutItem
 from sebulba.layout import Layout
 
 AXIS = distributed.DATA_AXIS
-# The env axis over the learner mesh; the actors do not ship behaviour values.
-TRAJ_SPEC = Trajectory.env_partition(AXIS, with_value=False)
+
+
+def traj_spec(core_state=None) -> Trajectory:
+    """The env axis over the learner mesh; the actors do not ship behaviour values;
+    ``core_state``: a recurrent agent's CoreState (any leaves), None for feed-forward."""
+    return Trajectory.env_partition(AXIS, with_value=False, core_state=core_state)
+
+
+TRAJ_SPEC = traj_spec()  # a feed-forward agent's
 
 
 @struct.dataclass
@@ -50,7 +57,7 @@ def assemble(items: list[RolloutItem], layout: Layout) -> Trajectory:
         per_shard.append(Trajectory.concat_envs([p.trajectory for p in pieces]))
     return jax.tree.map(
         lambda spec, *shards: _global_array(layout, spec, shards),
-        TRAJ_SPEC, *per_shard, is_leaf=lambda x: isinstance(x, P))
+        traj_spec(per_shard[0].core_state), *per_shard, is_leaf=lambda x: isinstance(x, P))
 
 
 def _global_array(layout: Layout, spec: P, shards) -> jax.Array:
@@ -73,10 +80,12 @@ def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
         (n, 3), NamedSharding(layout.learner_mesh, P(AXIS)), arrays)
 
 
-def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots):
+def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
+                      core_state=None):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
     learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
-    minibatches of ``hp``.
+    minibatches of ``hp``; ``core_state``: a recurrent agent's CoreState (any leaves, for
+    the trajectory's structure), None for feed-forward.
 
     The input state is not donated: the trainer keeps the last completed update's state
     alive while the next update runs, to checkpoint it if a signal abandons that update
@@ -90,5 +99,6 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots):
         return state, LearnerOutput(loss=loss, episodes=EpisodeSummary(*sums))
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
-                         in_specs=(P(), TRAJ_SPEC, P(AXIS), P()), out_specs=(P(), P()))
+                         in_specs=(P(), traj_spec(core_state), P(AXIS), P()),
+                         out_specs=(P(), P()))
     return jax.jit(step)

@@ -23,7 +23,7 @@ import numpy as np
 
 from envs import registry
 from rlcore.learner import init_learner_state
-from rlcore.networks import make_network
+from rlcore.networks import initial_core, make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
@@ -146,13 +146,15 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        self.network = make_network(config.network, self.spec)
+        self.network = make_network(config.network, self.spec, config.recurrent,
+                                    config.recurrent_hidden)
         self.hparams = hparams_of(config).replace(**memory.update_plan(
             config, self.spec, MODE, shards, distributed.device_counts().processes).fields())
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
-            self.hparams, self.network.apply, self.optimizer, self.layout, self.roots)
+            self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
+            initial_core(self.network, 1))
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
 
     def make_eval_pool(self) -> EvalPool | None:
@@ -164,7 +166,7 @@ class SebulbaRun:
         env = make_host_env(cfg.env_id, cfg.eval_episodes, seed=train_eval_host_seed(cfg.seed),
                             num_threads=cfg.env_threads)
         return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
-                        cfg.eval_max_steps)
+                        cfg.eval_max_steps, functools.partial(initial_core, self.network))
 
     def init_state(self) -> LearnerState:
         init = functools.partial(init_learner_state, self.network, self.optimizer,
@@ -192,7 +194,8 @@ class SebulbaRun:
                     timeout_s=cfg.queue_timeout_s, seed=cfg.seed,
                     jitter_ms=cfg.debug.actor_jitter_ms,
                     fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
-                    nan_at_update=cfg.debug.nan_at_update)
+                    nan_at_update=cfg.debug.nan_at_update,
+                    initial_core=functools.partial(initial_core, self.network))
                 actors.append(Actor(spec, env_factory, self.policy, server, q, stop))
                 queues.append(q)
         for actor in actors:

@@ -17,10 +17,19 @@ AUTO = "auto"  # the config's choice for "the algorithm's own (its first kind)"
 MEAN, SUM = "mean", "sum"
 
 
-def minibatch_kind(algorithm: type, choice: str) -> str:
-    """The kind an update of ``algorithm`` uses for the config's ``minibatch`` ``choice``:
-    ``"auto"`` is the algorithm's first ``minibatch_kinds``; any other must be one of them."""
+def accepted_kinds(algorithm: type, recurrent: bool) -> tuple[str, ...]:
+    """The minibatch kinds an update of ``algorithm`` accepts, its own first: its
+    ``minibatch_kinds``, or for a ``recurrent`` agent only ``SEQUENCES`` (its loss re-runs
+    the core over whole sequences from their stored start states)."""
     kinds = algorithm.minibatch_kinds
+    return tuple(k for k in kinds if k == SEQUENCES) if recurrent else kinds
+
+
+def minibatch_kind(algorithm: type, choice: str, recurrent: bool = False) -> str:
+    """The kind an update of ``algorithm`` (of a ``recurrent`` agent or not) uses for the
+    config's ``minibatch`` ``choice``: ``"auto"`` is the first of ``accepted_kinds``; any
+    other must be one of them."""
+    kinds = accepted_kinds(algorithm, recurrent)
     if choice == AUTO:
         return kinds[0]
     if choice not in kinds:

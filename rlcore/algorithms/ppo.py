@@ -6,6 +6,10 @@ carries as ``behaviour_value``; only ``bootstrap_obs`` needs a forward pass. Whe
 not carry them (Sebulba: the actors do not ship values, and their params may be older) the
 learner recomputes the values of the whole rollout (one forward pass over ``obs`` and
 ``bootstrap_obs``). The ratio uses ``behaviour_logits``, the policy that acted.
+
+A recurrent agent's values come from one unroll of the core over each whole sequence
+(``obs`` and ``bootstrap_obs``) from the trajectory's ``core_state``, the same unroll the
+loss runs; its minibatches are whole sequences (``SEQUENCES``; validation refuses samples).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import jax.numpy as jnp
 
 from rlcore import losses, returns
 from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, FromHParams, ValuePass
+from rlcore.networks import unroll_network
 from rlcore.types import Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
@@ -88,7 +93,12 @@ class PPO(FromHParams):
         """
         traj = trajectory
         t, b = traj.action.shape
-        if traj.behaviour_value is not None:  # the rollout ran these params (lag 0)
+        if traj.core_state is not None:  # recurrent: one unroll from the stored state
+            obs_all, first_all = losses.with_bootstrap(traj)
+            value_all = unroll_network(apply_fn, params, obs_all, traj.core_state,
+                                       first_all)[1]
+            value_tm1, bootstrap_value = value_all[:t], value_all[t]
+        elif traj.behaviour_value is not None:  # the rollout ran these params (lag 0)
             value_tm1 = traj.behaviour_value
             bootstrap_value = apply_fn(params, traj.bootstrap_obs)[1]
         else:
@@ -110,6 +120,8 @@ class PPO(FromHParams):
             old_value=value_tm1,
             advantages=adv,
             targets=targets,
+            core_state=traj.core_state,
+            first=traj.first,
         )
 
     def split_ready(self, batch: losses.PPOBatch, axis_name):

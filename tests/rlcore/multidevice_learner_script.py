@@ -2,9 +2,13 @@
 
 Started by ``test_learner.py`` in a subprocess whose environment has
 ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` (XLA reads it once, at start-up, so
-the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz``.
+the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz
+[feed_forward|recurrent]``.
 
-Saved arrays, for ``algo`` in ``ppo``, ``impala``:
+Saved arrays, for ``algo`` in ``ppo``, ``ppo_sequences``, ``impala``, ``ppo_lstm`` and
+``impala_gru`` (the last two: a recurrent core after the torso, trajectories with a random
+start state and random episode starts; only ``one``, ``four`` and for the LSTM
+``four_micro``):
   ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
   (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
   ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only), ``four_novma``
@@ -24,22 +28,31 @@ from jax.sharding import PartitionSpec as P
 from rlcore import learner, optim
 from rlcore.algorithms import PPO, Impala
 from rlcore.algorithms.base import SAMPLES, SEQUENCES
-from rlcore.networks import MLPActorCritic
-from rlcore.types import LearnerState, Trajectory
+from rlcore.networks import MLPActorCritic, RecurrentActorCritic, unroll_network
+from rlcore.types import CoreState, LearnerState, Trajectory
 
 T, B, OBS, A = 5, 16, 3, 3
+H = 8  # recurrent core units
 NUM_UPDATES = 3
 AXIS = "data"
 
 
 def make_trajectory(net, params, seed):
     """Random but fixed rollout with terminations and truncations; behaviour logits close to
-    the network's so that PPO's ratios are not all clipped."""
+    the network's so that PPO's ratios are not all clipped. For a recurrent ``net``: a random
+    start state (LSTM: ``c`` and ``h``; GRU: ``h``) and episode starts consistent with the
+    ends (``first[t] = done[t - 1]``, random at ``t = 0``)."""
     rng = np.random.default_rng(seed)
     obs = rng.normal(size=(T, B, OBS)).astype(np.float32)
-    logits, value = net.apply(params, obs.reshape(T * B, OBS))
     terminated = rng.random((T, B)) < 0.15
     truncated = rng.random((T, B)) < 0.1
+    core, first = None, None
+    if isinstance(net, RecurrentActorCritic):
+        c = jnp.asarray(rng.normal(size=(B, H)), jnp.float32) if net.cell == "lstm" else None
+        core = CoreState(h=jnp.tanh(jnp.asarray(rng.normal(size=(B, H)), jnp.float32)), c=c)
+        first = jnp.asarray(np.concatenate([rng.random((1, B)) < 0.3,
+                                            (terminated | truncated)[:-1]]))
+    logits, value = unroll_network(net.apply, params, jnp.asarray(obs), core, first)
     return Trajectory(
         obs=jnp.asarray(obs),
         action=jnp.asarray(rng.integers(0, A, size=(T, B)), jnp.int32),
@@ -50,6 +63,8 @@ def make_trajectory(net, params, seed):
         + 0.3 * jnp.asarray(rng.normal(size=(T, B, A)), jnp.float32),
         behaviour_value=None,  # recomputed by PPO (params change between updates)
         bootstrap_obs=jnp.asarray(rng.normal(size=(B, OBS)), jnp.float32),
+        core_state=core,
+        first=first,
     )
 
 
@@ -58,16 +73,24 @@ OPTIMIZER_CONSTANTS = dict(anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.99, rm
 
 def run(algorithm, mesh):
     """``algorithm``: ``ppo`` (minibatches of samples, its own kind), ``ppo_sequences`` (of
-    whole sequences) or ``impala`` (sequences)."""
-    net = MLPActorCritic(num_actions=A, hidden=(8,))
-    params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
+    whole sequences) or ``impala`` (sequences); ``ppo_lstm``, ``impala_gru``: recurrent
+    (sequences)."""
+    cell = algorithm.split("_")[-1]
+    if cell in ("lstm", "gru"):
+        net = RecurrentActorCritic(torso=MLPActorCritic(num_actions=A, hidden=(8,), heads=False),
+                                   num_actions=A, cell=cell, hidden_size=H)
+        params = net.init(jax.random.key(0), jnp.zeros((1, 1, OBS)), net.initial_core(1),
+                          jnp.ones((1, 1), bool))
+    else:
+        net = MLPActorCritic(num_actions=A, hidden=(8,))
+        params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
     if algorithm.startswith("ppo"):
         opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5,
                                    num_updates=50, steps_per_update=2,
                                    **OPTIMIZER_CONSTANTS)
         hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
                  vf_coef=0.5, ent_coef=0.01)
-        kind = SEQUENCES if algorithm == "ppo_sequences" else SAMPLES
+        kind = SAMPLES if algorithm == "ppo" else SEQUENCES
         kw = dict(num_epochs=2, num_minibatches=2, minibatch=kind)
     else:
         opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5,
@@ -77,20 +100,33 @@ def run(algorithm, mesh):
                     clip_pg_rho=1.0)
         kw = dict(num_epochs=1, num_minibatches=2)
 
-    runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw)),
-            "one_micro": jax.jit(learner.make_update_fn(hp, net.apply, opt, microbatches=2,
-                                                        **kw))}
+    runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
+    if cell not in ("lstm", "gru"):
+        runs["one_micro"] = jax.jit(learner.make_update_fn(hp, net.apply, opt, microbatches=2,
+                                                           **kw))
     # The default check_vma=True only for PPO: both algorithms share the gradient step.
     # Micro-batched (2 chunks of each device's share) under check_vma=True for every one.
-    variants = (("four", True, 1), ("four_novma", False, 1)) if algorithm.startswith(
-        "ppo") else (("four_novma", False, 1),)
-    for run_name, check_vma, micro in variants + (("four_micro", True, 2),):
+    # Recurrent: fewer compiles (the script's time): both cells on four devices, the LSTM
+    # also micro-batched there.
+    if cell == "gru":
+        variants = (("four", True, 1),)
+    elif cell == "lstm":
+        variants = (("four", True, 1), ("four_micro", True, 2))
+    elif algorithm.startswith("ppo"):
+        variants = (("four", True, 1), ("four_novma", False, 1))
+    else:
+        variants = (("four_novma", False, 1),)
+    core = net.initial_core(1) if cell in ("lstm", "gru") else None
+    spec = Trajectory.env_partition(AXIS, core_state=core)
+    if cell not in ("lstm", "gru"):
+        variants += (("four_micro", True, 2),)
+    for run_name, check_vma, micro in variants:
         runs[run_name] = jax.jit(
             jax.shard_map(
                 learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, microbatches=micro,
                                        **kw),
                 mesh=mesh,
-                in_specs=(P(), Trajectory.env_partition(AXIS), P()),
+                in_specs=(P(), spec, P()),
                 out_specs=(P(), P()),
                 check_vma=check_vma,
             )
@@ -149,17 +185,23 @@ def sample_memberships(num_devices, num_steps=T, num_envs=16, num_minibatches=2,
     return np.asarray(g(key))
 
 
-def main(path):
+FEED_FORWARD = ("ppo", "ppo_sequences", "impala")
+RECURRENT = ("ppo_lstm", "impala_gru")
+
+
+def main(path, which="feed_forward"):
+    """``which``: ``feed_forward`` (those algorithms and the memberships) or ``recurrent``."""
     assert jax.device_count() == 4, jax.devices()
     mesh = Mesh(np.array(jax.devices()), (AXIS,))
     out = {}
-    for algorithm in ("ppo", "ppo_sequences", "impala"):
+    for algorithm in FEED_FORWARD if which == "feed_forward" else RECURRENT:
         out.update(run(algorithm, mesh))
-    for n in (1, 2, 4):
-        out[f"mb/{n}dev"] = minibatch_memberships(n)
-        out[f"samples/{n}dev"] = sample_memberships(n)
+    if which == "feed_forward":
+        for n in (1, 2, 4):
+            out[f"mb/{n}dev"] = minibatch_memberships(n)
+            out[f"samples/{n}dev"] = sample_memberships(n)
     np.savez(path, **out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

@@ -21,17 +21,28 @@ REPO = Path(__file__).resolve().parents[2]
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def multidevice(tmp_path_factory):
-    """Results of ``multidevice_learner_script.py`` run on 4 forced host devices."""
+def _run_script(tmp_path_factory, which):
+    """Results of ``multidevice_learner_script.py OUT which`` on 4 forced host devices."""
     out = tmp_path_factory.mktemp("multidevice") / "out.npz"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(out)], env=env, cwd=REPO,
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(out), which], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with np.load(out) as data:
         return dict(data)
+
+
+@pytest.fixture(scope="module")
+def multidevice(tmp_path_factory):
+    """The feed-forward results of the multi-device script."""
+    return _run_script(tmp_path_factory, "feed_forward")
+
+
+@pytest.fixture(scope="module")
+def multidevice_recurrent(tmp_path_factory):
+    """The recurrent results of the multi-device script (a process of their own)."""
+    return _run_script(tmp_path_factory, "recurrent")
 
 
 def _assert_runs_match(results, algorithm, run):
@@ -55,6 +66,16 @@ def test_four_devices_default_check_vma_match_one_device(multidevice):
     call it: the gradient of replicated params must be the mean, not the sum, over devices
     (PPO; IMPALA goes through the same gradient step)."""
     _assert_runs_match(multidevice, "ppo", "four")
+
+
+@pytest.mark.parametrize("algorithm,run", [("ppo_lstm", "four"), ("ppo_lstm", "four_micro"),
+                                           ("impala_gru", "four")])
+def test_recurrent_four_devices_match_one_device(multidevice_recurrent, algorithm, run):
+    """A recurrent agent (MLP torso, LSTM or GRU core; random start states and episode
+    starts; the loss and PPO's GAE values re-run the core over each whole sequence): 3
+    updates sharded over 4 devices (``check_vma=True``; PPO also with 2 micro-batches)
+    give the params and metrics of one device."""
+    _assert_runs_match(multidevice_recurrent, algorithm, run)
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])

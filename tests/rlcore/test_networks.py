@@ -1,5 +1,6 @@
 """Output shapes, dtypes and initial scales of the actor-critic networks."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,3 +118,71 @@ def test_minatar_patches_dense_is_a_3x3_valid_conv():
                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
     assert ours.shape == ref.shape == (N, 8, 8, 16)
     np.testing.assert_allclose(ours, ref + bias, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module", params=["lstm", "gru"])
+def recurrent_case(request):
+    """A recurrent MLP agent (``request.param`` core, 8 units), its params, and a sequence:
+    obs ``[6, 4, 3]``, a random start state and episode starts (some mid-sequence)."""
+    cell = request.param
+    spec = EnvSpec(obs_shape=(3,), obs_dtype="float32", num_actions=2)
+    net = networks.make_network("mlp", spec, cell, 8)
+    params = jax.jit(lambda k: networks.init_params(net, k, spec))(jax.random.key(0))
+    rng = np.random.default_rng(1)
+    t, n = 6, 4
+    obs = jnp.asarray(rng.normal(size=(t, n, 3)), jnp.float32)
+    first = jnp.asarray(rng.random((t, n)) < 0.3).at[0, 0].set(True).at[3, 1].set(True)
+    core = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=x.shape), jnp.float32),
+                        net.initial_core(n))
+    return cell, net, params, obs, core, first
+
+
+def test_recurrent_unroll_equals_cell_stepped_by_hand(recurrent_case):
+    """The sequence apply (torso, scanned core with resets, heads) equals flax's own cell
+    stepped in a Python loop with the core's params, its state set to zeros before each step
+    whose observation starts an episode, between the torso and the heads applied apart."""
+    cell, net, params, obs, core, first = recurrent_case
+    logits, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    p = params["params"]
+    t, n = first.shape
+    feat = networks.MLPActorCritic(num_actions=2, heads=False).apply(
+        {"params": p["torso"]}, obs.reshape(t * n, 3)).reshape(t, n, -1)
+    if cell == "lstm":
+        ref_cell, carry = nn.OptimizedLSTMCell(8), (core.c, core.h)
+    else:
+        ref_cell, carry = nn.GRUCell(8), core.h
+    heads = networks._Heads(2)
+    for step in range(t):
+        keep = ~first[step][:, None]
+        carry = jax.tree.map(lambda s, keep=keep: jnp.where(keep, s, 0.0), carry)
+        carry, y = ref_cell.apply({"params": p["core"][cell]}, carry, feat[step])
+        ref_logits, ref_value = heads.apply({"params": p["heads"]}, y)
+        np.testing.assert_allclose(logits[step], ref_logits, atol=1e-5, rtol=1e-5)
+        np.testing.assert_allclose(value[step], ref_value, atol=1e-5, rtol=1e-5)
+    ref_h = carry[1] if cell == "lstm" else carry
+    np.testing.assert_allclose(core_t.h, ref_h, atol=1e-5, rtol=1e-5)
+    if cell == "lstm":
+        np.testing.assert_allclose(core_t.c, carry[0], atol=1e-5, rtol=1e-5)
+    # A reset really forgets: env 1 restarts at step 3 whatever its start state was.
+    other = jax.tree.map(lambda x: x.at[1].set(0.0), core)
+    logits_other = jax.jit(net.apply)(params, obs, other, first)[0]
+    np.testing.assert_allclose(logits_other[3:, 1], logits[3:, 1], atol=1e-6)
+
+
+def test_recurrent_steps_carry_in_carry_out_equal_unroll(recurrent_case):
+    """``step_network`` one observation at a time, the core state carried out of each step
+    into the next, gives the unroll's logits, values and final state; ``unroll_network``
+    returns the unroll's logits and values."""
+    _, net, params, obs, core, first = recurrent_case
+    logits, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    step = jax.jit(lambda o, c, f: networks.step_network(net.apply, params, o, c, f))
+    carry = core
+    for t in range(obs.shape[0]):
+        lg, v, carry = step(obs[t], carry, first[t])
+        np.testing.assert_allclose(lg, logits[t], atol=1e-5, rtol=1e-5)
+        np.testing.assert_allclose(v, value[t], atol=1e-5, rtol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5),
+                 carry, core_t)
+    lg, v = jax.jit(lambda: networks.unroll_network(net.apply, params, obs, core, first))()
+    np.testing.assert_allclose(lg, logits, atol=1e-6)
+    np.testing.assert_allclose(v, value, atol=1e-6)

@@ -190,6 +190,9 @@ def test_nan_learning_rate_message_names_nan():
     ("sebulba", "atari_ppo"),
     ("sebulba", "atari_impala"),
     ("sebulba", "atari_ppo_2core"),
+    ("anakin", "memory_ppo"),
+    ("sebulba", "memory_ppo"),
+    ("anakin", "masked_cartpole_ppo"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -201,7 +204,8 @@ def test_every_runnable_config_is_listed():
     """A new config file must be added to ``test_shipped_configs_validate``."""
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
-              "atari_ppo", "atari_impala", "atari_ppo_2core"}
+              "atari_ppo", "atari_impala", "atari_ppo_2core", "memory_ppo",
+              "masked_cartpole_ppo"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 

@@ -40,6 +40,31 @@ def test_cartpole_parts_by_hand():
     assert est.host == 0
 
 
+def test_recurrent_core_states_by_hand():
+    """An LSTM agent of 32 units: its params count the cell (4 gates, input and recurrent
+    kernels, biases on the recurrent side) and the heads on the core; the estimate adds the
+    envs' carried and stored core states (c and h, float32) and the [T, B] episode starts,
+    and the value pass is the whole rollout's (the unroll recomputes the values)."""
+    c = cartpole_ppo.get_config()
+    c.num_envs, c.num_steps, c.num_minibatches, c.minibatch = 8, 16, 2, "sequences"
+    c.recurrent, c.recurrent_hidden = "lstm", 32
+    h = 32
+    sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True, "lstm", h)
+    torso = 4 * 64 + 64 + 64 * 64 + 64  # the actor stream only
+    cell = 4 * (64 * h + h * h + h)
+    heads = (h * 2 + 2) + (h + 1)
+    assert sizes.params == (torso + cell + heads) * 4
+    assert sizes.core_per_env == 2 * h * 4
+    est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
+    t, b = 16, 4
+    assert est.core_states == b * (2 * 2 * h * 4 + t)
+    assert est.value_pass >= (t + 1) * b * 4 * 4  # the copied observations of the unroll
+    assert est.total == (est.rollout_obs + est.trajectory + est.params_optimizer
+                         + est.core_states + max(est.minibatch, est.value_pass))
+    feed_forward = memory.estimate(cartpole_ppo.get_config(), CARTPOLE, anakin_train.MODE, 1)
+    assert feed_forward.core_states == 0
+
+
 def test_agents_multiply_the_anakin_estimate():
     c = cartpole_ppo.get_config()
     one = memory.estimate(c, CARTPOLE, anakin_train.MODE, 1)

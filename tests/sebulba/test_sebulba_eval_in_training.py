@@ -45,10 +45,10 @@ def test_eval_pool_seeds_are_not_training_seeds():
 def test_play_first_episodes_counts_each_env_once():
     env = registry.make_host_env("CartPole-v1", 3, seed=train_eval_host_seed(0))
     try:
-        out = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+        out = play_first_episodes(env, lambda obs, t, first: np.zeros(len(obs), np.int64),
                                   max_steps=2000).summary()
         assert out.count == 3 and out.return_sum == out.length_sum < 3 * 100
-        capped = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+        capped = play_first_episodes(env, lambda obs, t, first: np.zeros(len(obs), np.int64),
                                      max_steps=2).summary()
         assert capped.count == 0
     finally:
@@ -59,7 +59,7 @@ def test_play_first_episodes_stops_when_asked():
     env = registry.make_host_env("CartPole-v1", 3, seed=train_eval_host_seed(0))
     calls = []
     try:
-        out = play_first_episodes(env, lambda obs, t: np.zeros(len(obs), np.int64),
+        out = play_first_episodes(env, lambda obs, t, first: np.zeros(len(obs), np.int64),
                                   max_steps=2000,
                                   should_stop=lambda: calls.append(1) or len(calls) > 4)
         assert out is None and len(calls) == 5  # checked before every step

@@ -86,7 +86,7 @@ def test_play_counts_first_episode_only():
                               EvaluateRoots.from_seed(0).action)
     to_frame = registry.obs_frame_fn("gymnax:CartPole-v1", registry.SEBULBA, env)
     try:
-        episodes = play_first_episodes(env, lambda obs, t: policy(params, obs, t),
+        episodes = play_first_episodes(env, lambda obs, t, first: policy(params, obs, t, first),
                                        capture=lambda obs: to_frame(obs[0]))
     finally:
         env.close()
