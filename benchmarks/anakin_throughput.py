@@ -338,7 +338,8 @@ def table_rows(results: list[dict]) -> list[list[str]]:
     ms = lambda s: f"{1e3 * s:.2f}"
     return [[r["num_envs"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
              f"{r['cpu_s_per_1k']:.4f}", f"{r['train_sps'] / r['env_sps']:.3f}",
-             ms(r["train_update_s"]), ms(r["rollout_s"]), ms(r["update_s"]), f"{r['train_over_parts']:.2f}",
+             ms(r["train_update_s"]), ms(r["rollout_s"]), ms(r["update_s"]),
+             f"{r['train_over_parts']:.2f}",
              f"{r['first_call_s']:.1f}"] for r in results]
 
 
