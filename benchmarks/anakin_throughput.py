@@ -68,8 +68,8 @@ AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x on
                  "first call s")
 RECURRENT_HEADERS = ("core", "num_envs", "feed-forward SPS", "recurrent SPS",
                      "recurrent / feed-forward", "first call s")
-HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "train/env ratio",
-           "train ms/update", "rollout ms/update", "update ms/update",
+HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "CPU s / 1k steps",
+           "train/env ratio", "train ms/update", "rollout ms/update", "update ms/update",
            "train / (rollout + update)", "first call s")
 
 
@@ -169,9 +169,12 @@ def train_timing(run: AnakinRun, repeats: int) -> dict:
     step = lambda state: run.call(state, k)[0]
     state = jax.block_until_ready(run.init_state())
     state, (first_s,) = time_calls(step, state, 1)
+    cpu0 = time.process_time()  # this process's CPU seconds, all threads
     _, seconds = time_calls(step, state, repeats)
+    cpu_s = time.process_time() - cpu0
     return {"first_call_s": first_s, "update_s": min(seconds) / k,
-            "update_mean_s": sum(seconds) / (len(seconds) * k)}
+            "update_mean_s": sum(seconds) / (len(seconds) * k),
+            "cpu_update_s": cpu_s / (len(seconds) * k)}
 
 
 # --- (c) breakdown -----------------------------------------------------------------------
@@ -244,9 +247,16 @@ def bench_size(args, num_envs: int) -> dict:
         "num_envs": num_envs, "repeats": repeats, "breakdown_k": k, "env_sps": env_sps,
         "train_sps": steps / train["update_s"], "train_update_s": train["update_s"],
         "train_update_mean_s": train["update_mean_s"],
+        "cpu_s_per_1k": cpu_s_per_1k(train["cpu_update_s"], steps),
         "first_call_s": train["first_call_s"], "rollout_s": rollout_s, "update_s": update_s,
         "train_over_parts": train_over_parts(train["update_s"], rollout_s, update_s),
     }
+
+
+def cpu_s_per_1k(cpu_update_s: float, steps_per_update: int) -> float:
+    """Process CPU seconds (all threads) per 1000 env steps, from the CPU seconds of one
+    update of ``steps_per_update`` env steps (mean over the timed calls)."""
+    return 1000.0 * cpu_update_s / steps_per_update
 
 
 def train_over_parts(train_s: float, rollout_s: float, update_s: float) -> float:
@@ -357,8 +367,9 @@ def table_rows(results: list[dict]) -> list[list[str]]:
     """One formatted row per size."""
     ms = lambda s: f"{1e3 * s:.2f}"
     return [[r["num_envs"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
-             f"{r['train_sps'] / r['env_sps']:.3f}", ms(r["train_update_s"]),
-             ms(r["rollout_s"]), ms(r["update_s"]), f"{r['train_over_parts']:.2f}",
+             f"{r['cpu_s_per_1k']:.4f}", f"{r['train_sps'] / r['env_sps']:.3f}",
+             ms(r["train_update_s"]), ms(r["rollout_s"]), ms(r["update_s"]),
+             f"{r['train_over_parts']:.2f}",
              f"{r['first_call_s']:.1f}"] for r in results]
 
 

@@ -19,6 +19,9 @@ def get_config():
     c.num_envs = 128                # 64 per actor thread with 1 actor device
     c.update_unroll = -1            # auto: unrolled as far as memory allows (a conv-net step
     #                                 in a rolled loop is ~10x slower on CPU)
+    c.xla_cpu_concurrency_scheduler = False  # off: an unrolled update keeps ~one gradient
+    #                                 step's buffers live on CPU (2.5 GiB peak RSS, not ~10, for
+    #                                 16 envs x 32 steps; WORKSPACE-notes.md, issue 22)
     c.microbatches = -1             # auto: 1, or the fewest gradient-accumulation chunks
     #                                 that fit (a 32 x 128 IMPALA-ResNet minibatch needs
     #                                 ~21 GiB on CPU)

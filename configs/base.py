@@ -66,6 +66,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.num_seeds = 1                 # agents in one program, seeds seed..seed+num_seeds-1
     # Host CPU runtime (read once, before JAX starts; no effect on GPU/TPU computations).
     c.xla_cpu_multi_thread_eigen = True  # XLA CPU GEMMs on the intra-op pool (XLA default)
+    c.xla_cpu_concurrency_scheduler = True  # XLA CPU's concurrency-optimized scheduler (XLA's
+    #                                 default); on, an unrolled update keeps every gradient
+    #                                 step's buffers live at once (runtime/memory.py)
     c.deterministic = False         # GPU: XLA's deterministic ops (slower scatters, reductions)
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices

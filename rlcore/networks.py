@@ -6,14 +6,16 @@
 - ``ImpalaResNet``: Espeholt et al. 2018 torso, channels 16/32/32, each stage conv 3x3,
   max-pool 3x3 stride 2 and two residual blocks, then dense 256.
 - ``MinAtarCNN``: the MinAtar network (Young & Tian 2019, arXiv 1903.03176): one 16x3x3
-  stride-1 VALID conv (computed as a dense layer over 3x3 patches) over the ``[H, W, C]``
+  stride-1 VALID conv (a dense layer over 3x3 ``patches``) over the ``[H, W, C]``
   object-channel grid, then dense 128, ReLU. MinAtar frames are 10x10 binary grids, one
   channel per object kind; one small conv sees each cell's neighbourhood (ball next to
   brick or paddle) with weights shared across the grid, where a flattened MLP has to learn
   every position apart.
 
 Image networks take uint8 frame stacks ``[N, C, H, W]`` (EnvPool layout), scale to [0, 1]
-and move channels last. All take a batch ``[N, *obs_shape]`` and return ``logits``
+and move channels last. Their convolutions are ``Conv``: ``nn.Conv``'s params, init and
+function, computed by XLA's convolution or (``conv_form="gemm"``) as one GEMM over
+``patches``. All take a batch ``[N, *obs_shape]`` and return ``logits``
 ``[N, A]`` and ``value`` ``[N]``.
 
 Recurrent agents (``make_network(..., recurrent="lstm" | "gru")``): any of these torsos
@@ -28,7 +30,7 @@ call any network, feed-forward or recurrent: a None core state means feed-forwar
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import flax.linen as nn
 import jax
@@ -83,19 +85,96 @@ def _frames_nhwc(obs):
     return jnp.transpose(obs.astype(jnp.float32) / 255.0, (0, 2, 3, 1))
 
 
+def patches(x, kh: int, kw: int, stride: int = 1):
+    """Every ``kh x kw`` window of ``x`` at ``stride`` (VALID), as channels.
+
+    Args:
+      x: ``[N, H, W, C]``.
+      kh, kw: window height and width.
+      stride: step between windows, both axes.
+
+    Returns:
+      ``[N, OH, OW, kh * kw * C]`` with ``OH = (H - kh) // stride + 1`` (``OW`` alike), in
+      (dy, dx, c) order: ``kernel.reshape(kh * kw * C, F)`` of a ``[kh, kw, C, F]`` conv
+      kernel multiplies it into the convolution.
+    """
+    n, h, w, c = x.shape
+    oh, ow = (h - kh) // stride + 1, (w - kw) // stride + 1
+    return jnp.concatenate(
+        [jax.lax.slice(x, (0, dy, dx, 0), (n, dy + stride * (oh - 1) + 1,
+                                           dx + stride * (ow - 1) + 1, c), (1, stride, stride, 1))
+         for dy in range(kh) for dx in range(kw)], axis=-1)
+
+
+def same_pads(size: int, k: int, stride: int) -> tuple[int, int]:
+    """``(before, after)`` zero padding of a SAME conv/pool along an axis of ``size`` (XLA's
+    rule: output ``ceil(size / stride)``, the odd one after)."""
+    total = max((-(-size // stride) - 1) * stride + k - size, 0)
+    return total // 2, total - total // 2
+
+
+# ``Conv``'s forms: "xla" (``lax.conv_general_dilated``, as ``nn.Conv``) or "gemm" (one GEMM
+# over ``patches``).
+CONV_FORMS = ("xla", "gemm")
+
+
+class Conv(nn.Module):
+    """2-D convolution ``[N, H, W, C] -> [N, OH, OW, features]`` with ``nn.Conv``'s params
+    (``kernel [kh, kw, C, features]``, ``bias [features]``), init and function.
+
+    ``form="xla"`` (the default): ``lax.conv_general_dilated``, bitwise ``nn.Conv``.
+    ``form="gemm"``: one GEMM of ``patches`` (zero-padded first for SAME) with the kernel
+    reshaped to ``[kh * kw * C, features]``, the same function up to float roundoff. On CPU
+    (2 cores, loaded host; benchmarks/conv_forms.py, IMPALA ResNet PPO update, 4 envs x 8
+    steps) XLA's convolution ran 11.5x slower in a rolled ``lax.scan`` than unrolled (39.7 s
+    vs 3.4 s), the GEMM about alike (7.3 s rolled, 5.6 s unrolled), so the unrolled XLA
+    convolution is the fastest and stays the default (with XLA CPU's concurrency-optimized
+    scheduler off an unrolled update is as lean as a rolled one: runtime/memory.py); the GEMM
+    is for conv nets that must run in rolled loops. Checkpoints do not depend on the form.
+    """
+
+    features: int
+    kernel_size: tuple[int, int]
+    strides: int = 1
+    padding: str = "VALID"  # or "SAME"
+    kernel_init: Callable[..., Any] = nn.initializers.lecun_normal()  # nn.Conv's default
+    form: str = "xla"  # one of CONV_FORMS
+
+    @nn.compact
+    def __call__(self, x):
+        kh, kw = self.kernel_size
+        kernel = self.param("kernel", self.kernel_init, (kh, kw, x.shape[-1], self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        bias = bias.reshape((1, 1, 1, self.features))
+        if self.form not in CONV_FORMS:
+            raise ValueError(f"Conv form {self.form!r}: expected one of {CONV_FORMS}")
+        if self.form == "xla":
+            y = jax.lax.conv_general_dilated(x, kernel, (self.strides, self.strides),
+                                             self.padding,
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            return y + bias
+        if self.padding == "SAME":
+            pads = (same_pads(x.shape[1], kh, self.strides),
+                    same_pads(x.shape[2], kw, self.strides))
+            x = jnp.pad(x, ((0, 0), *pads, (0, 0)))
+        cols = patches(x, kh, kw, self.strides)  # [N, OH, OW, kh * kw * C]
+        return cols @ kernel.reshape(-1, self.features) + bias
+
+
 class NatureCNN(nn.Module):
     """Nature DQN torso with actor-critic heads. ``obs uint8 [N, C, H, W]``."""
 
     num_actions: int
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
+    conv_form: str = "xla"  # Conv.form
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
     def __call__(self, obs):
         x = _frames_nhwc(obs)
-        for feat, k, s in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-            x = nn.relu(nn.Conv(feat, (k, k), (s, s), padding="VALID",
-                                kernel_init=_ortho(np.sqrt(2)))(x))
+        for i, (feat, k, s) in enumerate(((32, 8, 4), (64, 4, 2), (64, 3, 1))):
+            x = nn.relu(Conv(feat, (k, k), s, kernel_init=_ortho(np.sqrt(2)),
+                             form=self.conv_form, name=f"Conv_{i}")(x))
         x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(512, kernel_init=_ortho(np.sqrt(2)))(x))
         return _Heads(self.num_actions)(x) if self.heads else x
@@ -103,11 +182,14 @@ class NatureCNN(nn.Module):
 
 class _ResidualBlock(nn.Module):
     channels: int
+    conv_form: str = "xla"
 
     @nn.compact
     def __call__(self, x):
-        y = nn.Conv(self.channels, (3, 3), padding="SAME")(nn.relu(x))
-        y = nn.Conv(self.channels, (3, 3), padding="SAME")(nn.relu(y))
+        conv = lambda i: Conv(self.channels, (3, 3), padding="SAME", form=self.conv_form,
+                              name=f"Conv_{i}")
+        y = conv(0)(nn.relu(x))
+        y = conv(1)(nn.relu(y))
         return x + y
 
 
@@ -118,26 +200,20 @@ class ImpalaResNet(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     dense: int = 256
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
+    conv_form: str = "xla"  # Conv.form
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
     def __call__(self, obs):
         x = _frames_nhwc(obs)
-        for ch in self.channels:
-            x = nn.Conv(ch, (3, 3), padding="SAME")(x)
+        for i, ch in enumerate(self.channels):
+            x = Conv(ch, (3, 3), padding="SAME", form=self.conv_form, name=f"Conv_{i}")(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
-            x = _ResidualBlock(ch)(x)
-            x = _ResidualBlock(ch)(x)
+            x = _ResidualBlock(ch, self.conv_form, name=f"_ResidualBlock_{2 * i}")(x)
+            x = _ResidualBlock(ch, self.conv_form, name=f"_ResidualBlock_{2 * i + 1}")(x)
         x = nn.relu(x).reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
         return _Heads(self.num_actions)(x) if self.heads else x
-
-
-def _patches_3x3(x):
-    """``[N, H, W, C] -> [N, H-2, W-2, 9C]``: every 3x3 neighbourhood, (dy, dx, c) order."""
-    h, w = x.shape[1] - 2, x.shape[2] - 2
-    return jnp.concatenate([x[:, dy:dy + h, dx:dx + w, :] for dy in range(3) for dx in range(3)],
-                           axis=-1)
 
 
 class MinAtarCNN(nn.Module):
@@ -152,10 +228,10 @@ class MinAtarCNN(nn.Module):
 
     @nn.compact
     def __call__(self, obs):
-        x = _patches_3x3(obs.astype(jnp.float32))  # [N, H-2, W-2, 9C]
-        # The 3x3 VALID conv as a dense layer over the patches: the same function, run as
-        # one GEMM. XLA on CPU runs this 16-channel conv (and its gradient) inside the
-        # rollout and update loops far slower than the GEMM.
+        x = patches(obs.astype(jnp.float32), 3, 3)  # [N, H-2, W-2, 9C]
+        # The 3x3 VALID conv as a dense layer over the patches (Conv's GEMM form, its kernel
+        # kept flat [9C, F] as in the first checkpoints). XLA on CPU runs this 16-channel
+        # conv (and its gradient) inside the rollout and update loops far slower.
         x = nn.relu(nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x))
         x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))

@@ -276,6 +276,10 @@ def start_fresh(workdir: str | None) -> None:
 # (flag, its value for the field's value); a flag already in XLA_FLAGS wins.
 XLA_FLAG_FIELDS = {
     "xla_cpu_multi_thread_eigen": lambda v: f"--xla_cpu_multi_thread_eigen={str(v).lower()}",
+    # Off (the default here; XLA's is on): that scheduler orders an unrolled update so that
+    # every gradient step's buffers are live at once (runtime.memory.live_steps).
+    "xla_cpu_concurrency_scheduler":
+        lambda v: f"--xla_cpu_enable_concurrency_optimized_scheduler={str(v).lower()}",
     # Deterministic GPU ops (scatters, reductions) where XLA has them; no effect on CPU,
     # whose ops are deterministic already.
     "deterministic": lambda v: "--xla_gpu_deterministic_ops=true" if v else None,

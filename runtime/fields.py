@@ -90,6 +90,7 @@ updates_per_call            int     -          yes        -
 num_devices                 int     -          yes        1
 num_seeds                   int     -          -          -
 xla_cpu_multi_thread_eigen  bool    -          -          -
+xla_cpu_concurrency_scheduler bool  -          yes        -
 deterministic               bool    -          -          -
 actor_device_ids            tuple   -          yes        (0,)
 learner_device_ids          tuple   -          yes        (0,)

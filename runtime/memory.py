@@ -18,9 +18,11 @@ per device, with
   rollouts carry it, and the algorithm's ``prepared_step_bytes``: PPO's old value,
   advantages and targets); ``s``: residual bytes per sample of the network's backward pass;
   ``f``: the largest activation of one sample; ``P``: bytes of params; ``O``: bytes of the
-  optimizer state; ``L``: gradient steps whose buffers are live at once (``live_steps``: on
-  CPU the steps one iteration of the unrolled gradient-step loop holds,
-  ``num_epochs * num_minibatches`` when fully unrolled; 1 on GPU/TPU, not measured there);
+  optimizer state; ``L``: gradient steps whose buffers are live at once (``live_steps``: 1,
+  but on CPU with XLA's concurrency-optimized scheduler on, the steps one iteration of the
+  unrolled gradient-step loop holds, ``num_epochs * num_minibatches`` when fully unrolled;
+  1 on GPU/TPU is not measured); ``U``: the gradient steps of one loop iteration
+  (``unrolled_steps``); ``e``: elements of one observation;
   ``c, v``: the algorithm's ``value_pass`` (observations copied into one batch, samples of
   its largest forward call):
 
@@ -30,6 +32,8 @@ per device, with
     trajectory      = A * T * B * r
     minibatch       = A * L * n * (o + BACKWARD_FACTOR * s)   (gradient steps live at once,
                       each one micro-batch: the chunks run in a rolled loop)
+                      + [CPU] A * (U - L) * n * (o + 4 e)   (the other unrolled steps'
+                      minibatch observations, gathered and made float32 ahead of their step)
     value pass      = A * (c * o + FORWARD_FACTOR * v * f)
                       (PPO with the rollout's values: c = 0, v = B, the bootstrap values;
                       without: c = (T + 1) * B, v = min(VALUE_CHUNK, c); IMPALA: 0)
@@ -186,17 +190,38 @@ def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool,
                         core_per_env=0 if core is None else tree_bytes(core))
 
 
-def live_steps(config, platform: str, unroll: int | None = None) -> int:
-    """Gradient steps whose buffers XLA keeps live at once with ``unroll`` (default the
-    config's ``update_unroll``, which must not be ``AUTO_UNROLL`` then; see ``update_plan``).
-    On CPU XLA gives every step of an unrolled loop iteration buffers of its own (measured:
-    ``update_unroll`` k holds k steps, fully unrolled all ``num_epochs * num_minibatches``;
-    benchmarks/memory_check.py); elsewhere one step is assumed (not measured)."""
+CONCURRENCY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
+
+
+def concurrency_scheduler(config) -> bool:
+    """Whether XLA CPU's concurrency-optimized scheduler is on for a run of ``config``: the
+    value of its flag in ``XLA_FLAGS`` where given there (it wins), else the config's
+    ``xla_cpu_concurrency_scheduler`` (``runtime.entry`` puts that into ``XLA_FLAGS``)."""
+    for flag in reversed(os.environ.get("XLA_FLAGS", "").split()):
+        if flag.startswith(CONCURRENCY_FLAG + "="):
+            return flag.split("=", 1)[1].lower() in ("true", "1")
+    return bool(config.get("xla_cpu_concurrency_scheduler", True))
+
+
+def unrolled_steps(config, unroll: int | None = None) -> int:
+    """Gradient steps in one iteration of the update's loop with ``unroll`` (default the
+    config's ``update_unroll``, not ``AUTO_UNROLL`` then): all of them when 0."""
     unroll = config.update_unroll if unroll is None else unroll
     steps = config.num_epochs * config.num_minibatches
-    if platform != "cpu":
-        return 1
     return steps if unroll == 0 else min(unroll, steps)
+
+
+def live_steps(config, platform: str, unroll: int | None = None) -> int:
+    """Gradient steps whose buffers XLA keeps live at once with ``unroll`` (see
+    ``unrolled_steps``). On CPU with XLA's concurrency-optimized scheduler on
+    (``concurrency_scheduler``), every step of an unrolled loop iteration has buffers of its
+    own (measured: ``update_unroll`` k holds k steps, fully unrolled all ``num_epochs *
+    num_minibatches``); with it off (the Atari configs) one step's (IMPALA ResNet, B=8, T=32,
+    fully unrolled: 4092 MiB of XLA buffers on, 438 MiB off, 344 MiB rolled;
+    benchmarks/memory_check.py). Elsewhere one step is assumed (not measured)."""
+    if platform != "cpu" or not concurrency_scheduler(config):
+        return 1
+    return unrolled_steps(config, unroll)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,8 +255,9 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     loop:
 
     - ``update_unroll`` on GPU/TPU: 0 (fully unrolled; one step's buffers live is assumed
-      there); on CPU, where every unrolled step keeps its buffers but a conv-net step in a
-      rolled loop runs about 10x slower: 0, then the largest k, then 1;
+      there); on CPU, where a conv-net step with XLA's convolution in a rolled loop runs
+      about 10x slower: 0, then the largest k, then 1 (with XLA's concurrency-optimized
+      scheduler off, the default, 0 costs little more than 1: ``live_steps``);
     - ``microbatches``: the divisors of a minibatch's envs per device, ascending.
 
     The capacity is the device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total*
@@ -296,8 +322,11 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     samples = t * b // config.num_minibatches // microbatches  # one chunk's
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
-    minibatch = (agents * live_steps(config, platform, unroll) * samples
-                 * int(o + BACKWARD_FACTOR * sizes.residual_per_sample))
+    live = live_steps(config, platform, unroll)
+    minibatch = agents * live * samples * int(o + BACKWARD_FACTOR * sizes.residual_per_sample)
+    if platform == "cpu":  # the other unrolled steps' minibatch inputs, computed ahead
+        minibatch += (agents * (unrolled_steps(config, unroll) - live) * samples
+                      * (o + 4 * int(np.prod(spec.obs_shape))))
     # A recurrent agent's values come from an unroll of the learner's params over the whole
     # rollout (the rollout's own values are not used; the unroll is not chunked).
     value = algorithm.value_pass(t, b, mode.rollout_values and config.recurrent == NO_CORE)

@@ -10,7 +10,7 @@ from benchmarks import anakin_throughput as at
 def _result(train_s: float, rollout_s: float, update_s: float) -> dict:
     return {"num_envs": 64, "env_sps": 4e6, "train_sps": 64 * 128 / train_s,
             "train_update_s": train_s, "first_call_s": 3.6, "rollout_s": rollout_s,
-            "update_s": update_s,
+            "update_s": update_s, "cpu_s_per_1k": at.cpu_s_per_1k(2 * train_s, 64 * 128),
             "train_over_parts": at.train_over_parts(train_s, rollout_s, update_s)}
 
 
@@ -27,6 +27,9 @@ def test_breakdown_columns_are_never_negative(train_s):
     assert not any(h.startswith("other") for h in at.HEADERS)
     cells = dict(zip(at.HEADERS, row))
     assert cells["train ms/update"] == f"{1e3 * train_s:.2f}"
+    # 2 cores busy for the whole update: 2 * train_s CPU seconds per 64 x 128 steps.
+    assert float(cells["CPU s / 1k steps"]) == pytest.approx(2e3 * train_s / (64 * 128),
+                                                             abs=1e-4)
     assert float(cells["train / (rollout + update)"]) == pytest.approx(
         train_s / 0.04291, abs=0.005)
     for header, cell in cells.items():

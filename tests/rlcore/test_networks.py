@@ -1,5 +1,7 @@
 """Output shapes, dtypes and initial scales of the actor-critic networks."""
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -110,7 +112,7 @@ def test_minatar_patches_dense_is_a_3x3_valid_conv():
     obs = jax.random.bernoulli(jax.random.key(1), 0.3, (N, 10, 10, 4))
     params = net.init(jax.random.key(0), obs)
     conv = params["params"]["conv"]
-    x = networks._patches_3x3(obs.astype(jnp.float32))
+    x = networks.patches(obs.astype(jnp.float32), 3, 3)
     bias = conv["bias"].reshape(1, 1, 1, -1)
     ours = x @ conv["kernel"] + bias
     kernel = conv["kernel"].reshape(3, 3, 4, -1)  # (dy, dx, c) order of the patches
@@ -186,3 +188,76 @@ def test_recurrent_steps_carry_in_carry_out_equal_unroll(recurrent_case):
     lg, v = jax.jit(lambda: networks.unroll_network(net.apply, params, obs, core, first))()
     np.testing.assert_allclose(lg, logits, atol=1e-6)
     np.testing.assert_allclose(v, value, atol=1e-6)
+
+
+# (kernel, stride, padding, input H = W): the IMPALA ResNet's 3x3 SAME convs (even and odd
+# sizes), the Nature CNN's three VALID ones at their sizes, and a strided SAME one.
+CONVS = [((3, 3), 1, "SAME", 11), ((3, 3), 1, "SAME", 10), ((8, 8), 4, "VALID", 84),
+         ((4, 4), 2, "VALID", 20), ((3, 3), 1, "VALID", 9), ((3, 3), 2, "SAME", 11)]
+
+
+@pytest.mark.parametrize("kernel,stride,padding,size", CONVS)
+def test_conv_gemm_form_is_flax_conv(kernel, stride, padding, size):
+    """``Conv`` has ``nn.Conv``'s params and init (bitwise, same key), its XLA form is
+    ``nn.Conv`` bitwise and its GEMM form (patches @ kernel) is ``nn.Conv`` to float roundoff,
+    forward and gradient (params and input)."""
+    x = jax.random.normal(jax.random.key(0), (2, size, size, 3))
+    ref = nn.Conv(5, kernel, (stride, stride), padding=padding)
+    params = ref.init(jax.random.key(1), x)
+
+    def loss(module, p, x):  # a nonlinear read of every output
+        return jnp.sum(jnp.sin(module.apply(p, x)))
+
+    want = jax.jit(ref.apply)(params, x)
+    want_grads = jax.jit(jax.grad(functools.partial(loss, ref), (0, 1)))(params, x)
+    # Sums over up to 2 x 400 positions (the 8x8 kernel's gradient): roundoff ~1e-4 relative.
+    for form, tol, grad_tol in (("xla", 0.0, 0.0), ("gemm", 1e-5, 1e-4)):
+        conv = networks.Conv(5, kernel, stride, padding, form=form)
+        mine = conv.init(jax.random.key(1), x)
+        jax.tree.map(np.testing.assert_array_equal, mine, params)
+        got = jax.jit(conv.apply)(params, x)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+        grads = jax.jit(jax.grad(functools.partial(loss, conv), (0, 1)))(params, x)
+        close = functools.partial(np.testing.assert_allclose, rtol=grad_tol, atol=grad_tol)
+        jax.tree.map(close, grads, want_grads)
+
+
+def _outputs_and_value_grad(net, obs, params):
+    """``((logits, value), d sum(value) / d params)`` of ``net`` on ``obs``."""
+    return net.apply(params, obs), jax.grad(lambda p: jnp.sum(net.apply(p, obs)[1]))(params)
+
+
+@pytest.mark.parametrize("name", ["impala_resnet"])  # Nature's convs: the layer test above
+def test_image_network_conv_forms_agree(name, image_params):
+    """The GEMM and XLA forms of a whole image network take the same params (those of the
+    ``nn.Conv`` networks: same names and shapes) and give the same outputs and gradients to
+    float roundoff."""
+    params = image_params(name)
+    obs = np.random.default_rng(0).integers(0, 256, size=(N, *_IMAGE.obs_shape)).astype(np.uint8)
+    out = {}
+    for form in ("gemm", "xla"):
+        net = networks.NETWORKS[name](num_actions=_IMAGE.num_actions, conv_form=form)
+        assert (jax.tree.map(np.shape, jax.eval_shape(net.init, jax.random.key(0), obs[:1]))
+                == jax.tree.map(np.shape, params))
+        out[form] = jax.jit(functools.partial(_outputs_and_value_grad, net, obs))(params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
+                 out["gemm"], out["xla"])
+
+
+def test_image_network_param_names_are_the_nn_conv_ones():
+    """Checkpoints of the ``nn.Conv`` networks load: the same module and param names."""
+    def names(net):
+        params = jax.eval_shape(net.init, jax.random.key(0), jnp.zeros((1, 4, 84, 84), jnp.uint8))
+        return {jax.tree_util.keystr(p) for p, _ in
+                jax.tree_util.tree_leaves_with_path(params["params"])}
+
+    dense = {f"['{m}']['{p}']" for m in ("Dense_0",) for p in ("kernel", "bias")} | {
+        f"['_Heads_0']['{h}']['{p}']" for h in ("policy", "value") for p in ("kernel", "bias")}
+    conv = lambda *path: {"".join(f"['{m}']" for m in path) + f"['{p}']"
+                          for p in ("kernel", "bias")}
+    nature = set().union(*(conv(f"Conv_{i}") for i in range(3)))
+    assert names(networks.NatureCNN(num_actions=6)) == nature | dense
+    impala = nature | set().union(*(conv(f"_ResidualBlock_{i}", f"Conv_{j}")
+                                    for i in range(6) for j in range(2)))
+    assert names(networks.ImpalaResNet(num_actions=6)) == impala | dense

@@ -175,11 +175,14 @@ def test_xla_flags_of_the_config(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     apply_xla_cpu_flags(config)
     assert os.environ["XLA_FLAGS"] == ("--xla_force_host_platform_device_count=2 "
-                                       "--xla_cpu_multi_thread_eigen=true")
+                                       "--xla_cpu_multi_thread_eigen=true "
+                                       "--xla_cpu_enable_concurrency_optimized_scheduler=true")
+    config.xla_cpu_concurrency_scheduler = False  # as the Atari configs have it
     config.deterministic = True
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     apply_xla_cpu_flags(config)
     assert os.environ["XLA_FLAGS"] == ("--xla_cpu_multi_thread_eigen=false "
+                                       "--xla_cpu_enable_concurrency_optimized_scheduler=false "
                                        "--xla_gpu_deterministic_ops=true")
 
 

@@ -48,7 +48,8 @@ def test_kind_agrees_with_the_default(row):
 
 def test_views():
     assert fields.BOOL_FIELDS == ("anneal_lr", "clip_vloss", "norm_adv",
-                                  "xla_cpu_multi_thread_eigen", "deterministic")
+                                  "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
+                                  "deterministic")
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update",
                                    "learner_delay_ms")
     # The sweepable fields are exactly the scalars of the learner's record, in its order.

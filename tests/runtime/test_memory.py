@@ -77,6 +77,7 @@ def test_agents_multiply_the_anakin_estimate():
 def test_oversized_atari_refused_by_prepare_quickly():
     c = atari_ppo.get_config()
     c.num_envs, c.num_steps, c.update_unroll = 65536, 128, 0
+    c.xla_cpu_concurrency_scheduler = True  # every unrolled step live: the message says so
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"^num_envs: the run needs about [\d.]+ GiB per "
                        r"device \(rollout obs .*\) but \w+:\d+ has [\d.]+ GiB .*lower "
@@ -89,19 +90,34 @@ def test_oversized_atari_refused_by_prepare_quickly():
     assert time.perf_counter() - t0 < 10
 
 
-def test_live_steps_of_unrolled_loops():
+def test_live_steps_of_unrolled_loops(monkeypatch):
+    """One gradient step's buffers live, but on CPU with XLA's concurrency-optimized
+    scheduler on (config field, or its flag in XLA_FLAGS, which wins) every unrolled step's;
+    the unrolled steps' minibatch inputs (uint8 and float32) are counted on CPU either way."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
     c = atari_ppo.get_config()  # 4 epochs x 4 minibatches
     c.update_unroll = 0  # fully unrolled
+    assert memory.live_steps(c, "cpu") == memory.live_steps(c, "gpu") == 1
+    c.xla_cpu_concurrency_scheduler = True
     assert memory.live_steps(c, "cpu") == 16
     assert memory.live_steps(c, "gpu") == 1
     c.update_unroll = 2
     assert memory.live_steps(c, "cpu") == 2
     c.update_unroll = 64
     assert memory.live_steps(c, "cpu") == 16
+    monkeypatch.setenv("XLA_FLAGS", f"{memory.CONCURRENCY_FLAG}=false")
+    assert memory.live_steps(c, "cpu") == 1
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
     c = cartpole_ppo_sebulba.get_config()
     c.num_epochs, c.num_minibatches, c.update_unroll = 4, 4, 0
+    c.xla_cpu_concurrency_scheduler = True
     one = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="gpu").minibatch
     assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="cpu").minibatch == 16 * one
+    c.xla_cpu_concurrency_scheduler = False
+    n = c.num_steps * c.num_envs // 4  # samples of a minibatch
+    inputs = 15 * n * (4 * 4 + 4 * 4)  # 4 float32 obs, kept and as float32
+    assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1,
+                           platform="cpu").minibatch == one + inputs
 
 
 def test_auto_unroll_is_the_most_that_fits(monkeypatch):
@@ -110,6 +126,7 @@ def test_auto_unroll_is_the_most_that_fits(monkeypatch):
     value is kept."""
     c = minatar_breakout_ppo.get_config()
     c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 4, 4  # 16 steps
+    c.xla_cpu_concurrency_scheduler = True  # every unrolled step live: unrolls differ a lot
     mode, spec = anakin_train.MODE, MINATAR
     c.update_unroll = 3
     assert memory.update_plan(c, spec, mode, 1, platform="cpu").unroll == 3
