@@ -55,10 +55,10 @@ def test_recall_needs_memory():
 
 
 def _small(threads, jitter=0):
+    debug = memory_ppo.get_config().debug  # every debug knob at its default but the jitter
+    debug.actor_jitter_ms = jitter
     return _config(recurrent="gru", num_envs=8, num_steps=8, total_env_steps=8 * 8 * 5,
-                   log_every=1, num_actor_threads=threads,
-                   debug={"actor_jitter_ms": jitter, "fail_actor_at_update": -1,
-                          "nan_at_update": -1})
+                   log_every=1, num_actor_threads=threads, debug=debug)
 
 
 def _run(config):
