@@ -170,7 +170,15 @@ def test_workdir_made_read_only_mid_run_is_one_line(tmp_path):
         if done.returncode != 0:
             pytest.skip(f"cannot bind-mount here ({done.stderr.strip() or 'not root'})")
         mounted = True
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(workdir)], check=True)
+        # The remount fails with "mount point is busy" while the run has a file it made
+        # there open for writing (an orbax save in flight): try again until it is closed.
+        for _ in range(40):
+            ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(workdir)],
+                                capture_output=True, text=True)
+            if ro.returncode == 0 or "busy" not in ro.stderr:
+                break
+            time.sleep(0.25)
+        assert ro.returncode == 0, ro.stderr
         lines += proc.stderr.readlines()
         proc.wait(timeout=120)
     finally:
