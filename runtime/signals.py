@@ -130,8 +130,15 @@ class Signals:
                      f"reached no point to save within {GRACE_S:g} s)")
 
 
+# Held by the first caller of ``_end`` until the process ends: the handler (main thread) and
+# the watcher can both see a second signal, and only one of them may print its line.
+_ENDING = threading.Lock()
+
+
 def _end(code: int, line: str) -> None:
-    """One line on stderr, then the process ends with ``code`` (no cleanup runs)."""
+    """One line on stderr, then the process ends with ``code`` (no cleanup runs). A second
+    caller (another thread) waits here until the first has ended the process."""
+    _ENDING.acquire()
     try:
         print(line, file=sys.stderr, flush=True)
     finally:
