@@ -7,6 +7,7 @@ flags travel in the ``EnvCarry`` from rollout to rollout (and so into checkpoint
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
-from rlcore.networks import step_network
+from rlcore.networks import final_values, step_network
 from rlcore.seeding import action_noise, actions_from_noise, per_env_keys, rollout_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 
@@ -46,7 +47,14 @@ def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None) 
     return EnvCarry(state=state, obs=ts.obs, core=core, first=first)
 
 
-def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1):
+def _no_final_values(params, final_obs, truncated, core):
+    """``final_values``' output where no env was truncated (zeros of its sharding type)."""
+    del params, final_obs, core
+    return jnp.zeros_like(truncated, jnp.float32)
+
+
+def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1,
+                    bootstrap_time_limits: bool = False, over_agents: bool = False):
     """Builds ``rollout(params, carry, roots, env_ids, update) -> (carry, Trajectory, summary)``.
 
     Args:
@@ -55,6 +63,12 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
         core state; ``rlcore.networks.step_network``).
       num_steps: rollout length T.
       nan_at_update: debug knob, poison the rewards of this update (``-1``: off).
+      bootstrap_time_limits: record ``Trajectory.final_value``, the value of each truncated
+        episode's final observation (``rlcore.networks.final_values``; a forward pass only in
+        the steps where one of the device's envs was truncated); off: None.
+      over_agents: the rollout runs ``vmap``ped over agents (``num_seeds`` > 1 or a sweep):
+        the final values are computed in every step, without the ``lax.cond`` (JAX 0.10
+        fails to batch that cond's network inside ``shard_map``: a ``pvary`` error).
 
     Returns:
       ``rollout`` taking ``roots = (action_root, env_root)`` keys, ``env_ids [B]`` global
@@ -84,11 +98,18 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
             if nan_at_update >= 0:
                 reward = jnp.where(update == nan_at_update, jnp.nan, reward)
             done = ts.terminated | ts.truncated
+            final_value = None
+            if bootstrap_time_limits and over_agents:
+                final_value = final_values(apply_fn, params, ts.final_obs, ts.truncated, core)
+            elif bootstrap_time_limits:
+                final_value = jax.lax.cond(
+                    jnp.any(ts.truncated), functools.partial(final_values, apply_fn),
+                    _no_final_values, params, ts.final_obs, ts.truncated, core)
             record = (
                 Trajectory(
                     obs=carry.obs, action=action, reward=reward, terminated=ts.terminated,
                     truncated=ts.truncated, behaviour_logits=logits, behaviour_value=value,
-                    bootstrap_obs=None, first=carry.first,
+                    bootstrap_obs=None, first=carry.first, final_value=final_value,
                 ),
                 EpisodeSummary(
                     return_sum=jnp.sum(jnp.where(done, state.stats.completed_return, 0.0)),

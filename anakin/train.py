@@ -99,7 +99,8 @@ class AnakinRun:
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
-                                       config.debug.nan_at_update)
+                                       config.debug.nan_at_update,
+                                       config.bootstrap_time_limits, self.num_agents > 1)
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
                                          AXIS)
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,

@@ -50,6 +50,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.vtrace_lambda = 1.0           # IMPALA
     c.clip_rho = 1.0                # IMPALA
     c.clip_pg_rho = 1.0             # IMPALA
+    c.bootstrap_time_limits = True  # a time-limit cut's value target bootstraps on the value
+    #                                 of the episode's final observation (False: on the cut
+    #                                 step's own value, the rule before issue 21)
     # Logging and checkpoints (in updates).
     c.log_every = 10               # a metrics line every this many updates
     c.checkpoint_every = 0          # 0: only at the end and on signals

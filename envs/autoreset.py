@@ -142,11 +142,13 @@ class AutoResetJaxEnv(abc.ABC):
         """
         obs, inner = self._reset_inner(key)
         state = JaxEnvState(inner=strong_typed(inner), stats=initial_episode_stats())
+        obs = jnp.asarray(obs, jnp.float32)
         timestep = TimeStep(
-            obs=jnp.asarray(obs, jnp.float32),
+            obs=obs,
             reward=jnp.zeros((), jnp.float32),
             terminated=jnp.zeros((), jnp.bool_),
             truncated=jnp.zeros((), jnp.bool_),
+            final_obs=obs,
         )
         return state, timestep
 
@@ -179,9 +181,11 @@ class AutoResetJaxEnv(abc.ABC):
         truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
         done = terminated | truncated
         inner = select_tree(done, reset.inner, inner_st)
-        obs = jnp.where(done, reset.obs, jnp.asarray(obs_st, jnp.float32))
+        final_obs = jnp.asarray(obs_st, jnp.float32)
+        obs = jnp.where(done, reset.obs, final_obs)
         stats = update_episode_stats(state.stats, reward, done)
-        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated,
+                            final_obs=final_obs)
         return JaxEnvState(inner=inner, stats=stats), timestep
 
     def step(
@@ -196,7 +200,8 @@ class AutoResetJaxEnv(abc.ABC):
 
         Returns:
           ``(state, TimeStep)``: obs ``[*obs_shape]`` float32 (the next episode's first obs
-          where ``terminated | truncated``), reward ``[]`` float32, flags ``[]`` bool.
+          where ``terminated | truncated``), reward ``[]`` float32, flags ``[]`` bool,
+          ``final_obs`` the stepped obs before the reset.
         """
         key_step, reset = self.draw_reset(key)
         return self.step_drawn(state, action, key_step, reset)

@@ -31,12 +31,17 @@ class TimeStep:
       reward: ``[]`` float32 reward of the step.
       terminated: ``[]`` bool, the episode reached a terminal state.
       truncated: ``[]`` bool, the episode was cut by a time limit (and did not terminate).
+      final_obs: ``[*obs_shape]`` the observation the step reached *before* any auto-reset:
+        the last observation of the episode where it ended, ``obs`` elsewhere (and at a
+        reset). What the value target of a truncated step bootstraps on
+        (``rlcore.returns.step_inputs``).
     """
 
     obs: Any
     reward: Any
     terminated: Any
     truncated: Any
+    final_obs: Any = None
 
 
 @struct.dataclass

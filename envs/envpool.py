@@ -13,6 +13,11 @@ Auto-reset (same step, as the JaxEnv): after ``step`` the envs that ended
 returned obs replaced by the first obs of the next episode. EnvPool's own delayed auto-reset,
 which would spend the next ``step`` on a reset, is therefore never triggered.
 
+Final observation: EnvPool 1.2's own auto-reset is delayed (the step after an episode's end
+is a reset step), so the obs its ``step`` returns at the end of an episode is that episode's
+last observation; the adapter keeps it as ``TimeStep.final_obs`` before replacing the rows
+with the reset's.
+
 Truncation: ``truncated = (envpool's truncated | elapsed_step >= max_episode_steps) &
 ~terminated`` with ``max_episode_steps`` read from the pool's config (500 for CartPole-v1 and
 Acrobot-v1, 27000 agent steps for Atari).
@@ -151,6 +156,7 @@ class EnvPoolEnv:
             reward=np.zeros(self.num_envs, np.float32),
             terminated=false,
             truncated=false.copy(),
+            final_obs=obs,
         )
 
     def step(self, actions: np.ndarray) -> TimeStep:
@@ -162,7 +168,8 @@ class EnvPoolEnv:
         Returns:
           TimeStep: obs ``[num_envs, *obs_shape]`` (the next episode's first obs where the
           episode ended), reward ``[num_envs]`` float32 (clipped on Atari by default),
-          terminated and truncated ``[num_envs]`` bool, never both true.
+          terminated and truncated ``[num_envs]`` bool, never both true; ``final_obs``
+          the obs before the reset (the ended episodes' last observations).
         """
         actions = np.asarray(actions, np.int32)
         if actions.shape != (self.num_envs,):
@@ -179,9 +186,12 @@ class EnvPoolEnv:
         done = terminated | truncated
         score = order(info["reward"]).astype(np.float32) if "reward" in info else reward
         self.stats = update_episode_stats(self.stats, score, done, xp=np)
-        if done.any():
+        final_obs = obs
+        if done.any():  # a copy: the reset may reuse EnvPool's output buffer
+            final_obs = np.array(obs)
             obs = self._reset_rows(obs, np.flatnonzero(done).astype(np.int32))
-        return TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        return TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated,
+                        final_obs=final_obs)
 
     def _reset_rows(self, obs: np.ndarray, done_ids: np.ndarray) -> np.ndarray:
         """Resets envs ``done_ids`` ``[k]``; returns ``obs`` with their rows replaced."""

@@ -182,7 +182,8 @@ class JaxHostEnv:
         return TimeStep(obs=np.asarray(ts.obs, self._obs_dtype),
                         reward=np.asarray(ts.reward, np.float32),
                         terminated=np.asarray(ts.terminated, bool),
-                        truncated=np.asarray(ts.truncated, bool))
+                        truncated=np.asarray(ts.truncated, bool),
+                        final_obs=np.asarray(ts.final_obs, self._obs_dtype))
 
     def _check_open(self) -> None:
         if self._closed:

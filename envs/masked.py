@@ -34,7 +34,8 @@ class MaskedObsEnv:
                             num_actions=spec.num_actions)
 
     def _mask(self, ts: TimeStep) -> TimeStep:
-        return ts.replace(obs=jnp.take(ts.obs, self.keep, axis=-1))
+        return ts.replace(obs=jnp.take(ts.obs, self.keep, axis=-1),
+                          final_obs=jnp.take(ts.final_obs, self.keep, axis=-1))
 
     def reset(self, key: jax.Array) -> tuple[JaxEnvState, TimeStep]:
         state, ts = self.env.reset(key)

@@ -223,7 +223,8 @@ def impala_loss(
     Cleanba's (they sum over time and batch), for which their RMSProp eps 0.01 and gradient
     clip 40 were tuned: published hyperparameters mean here what they mean there. (Cleanba
     sums per learner device and averages the devices' gradients; with one learner device
-    the two agree.) Truncations cut the trace (see ``returns.step_inputs``).
+    the two agree.) Truncations cut the trace and bootstrap on the trajectory's
+    ``final_value`` where it has one (see ``returns.step_inputs``).
 
     Args:
       params: network parameters.
@@ -260,6 +261,7 @@ def impala_loss(
         jax.lax.stop_gradient(value_all[t]),
         discount,
         lambda_,
+        trajectory.final_value,
     )
     vt = returns.vtrace(
         jax.lax.stop_gradient(value_tm1),

@@ -352,6 +352,29 @@ def step_network(apply_fn: Callable, params, obs, core: CoreState | None, first)
     return logits[0], value[0], core
 
 
+def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreState | None):
+    """Values of the episodes' final observations where ``truncated``, 0 elsewhere: the
+    ``Trajectory.final_value`` of one step (``rlcore.returns.step_inputs``).
+
+    A recurrent agent's final observation continues its episode: the core runs from
+    ``core``, its state after the step's own observation (no reset), and its state after
+    the final observation is dropped (the next step starts a new episode from zeros).
+
+    Args:
+      apply_fn: the network's ``apply``.
+      params: the params that acted in the step.
+      final_obs: ``[N, *obs_shape]`` observations before the auto-reset.
+      truncated: ``[N]`` bool.
+      core: CoreState ``[N, H]`` after the step, or None (feed-forward).
+
+    Returns:
+      ``[N]`` float32.
+    """
+    first = None if core is None else jnp.zeros(truncated.shape, bool)
+    value = step_network(apply_fn, params, final_obs, core, first)[1]
+    return jnp.where(truncated, value, 0.0).astype(jnp.float32)
+
+
 def unroll_network(apply_fn: Callable, params, obs, core: CoreState | None = None,
                    first=None):
     """A feed-forward or recurrent network over time-major observations.

@@ -7,12 +7,19 @@ Conventions shared by both estimators:
 - ``lambda_`` may be a scalar or ``[T, B]``. A zero at step ``t`` cuts the trace there: no
   correction flows from ``t + 1`` back into ``t``.
 
-Truncation (time limit): envs auto-reset in the step that ends an episode, so the real
-successor of a truncated step is not observed. ``step_inputs`` forms the inputs so that at a
-truncated step the successor value is the value of the truncated step's own state
-(``value_t[t] := value_tm1[t]``, an estimate of the lost final state that does not treat the
-cut as terminal) and the trace is cut (``lambda_[t] := 0``), so nothing from the next
-episode leaks back. The value target there is ``r_t + gamma * V(s_t)``.
+Truncation (time limit): envs auto-reset in the step that ends an episode, so ``obs[t + 1]``
+after a truncated step belongs to the next episode. ``step_inputs`` cuts the trace there
+(``lambda_[t] := 0``, nothing from the next episode leaks back) and does not treat the cut as
+terminal (``discount_t[t] = gamma``); the successor value ``value_t[t]`` is one of two rules:
+
+- *final-observation bootstrap* (``final_value`` given; config ``bootstrap_time_limits``, on
+  by default): the env adapter returns the episode's last observation before the reset
+  (``TimeStep.final_obs``) and the actor stores its value under the acting params,
+  ``final_value[t] = V(final obs)``; the value target is ``r_t + gamma * V(s_{t+1})``, the
+  infinite-horizon target.
+- *self bootstrap* (``final_value`` None; the rule before issue 21, and where an adapter
+  has no final observation): ``value_t[t] := value_tm1[t]``, the truncated step's own state
+  standing in for the lost successor; the target is ``r_t + gamma * V(s_t)``.
 """
 
 from __future__ import annotations
@@ -49,8 +56,10 @@ class VTraceOutput:
     targets: jax.Array
 
 
-def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gamma, lambda_):
-    """Builds discounts, successor values and trace-cutting lambdas for one rollout.
+def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gamma, lambda_,
+                final_value=None):
+    """Builds discounts, successor values and trace-cutting lambdas for one rollout (the
+    truncation rules: the module docstring).
 
     Args:
       reward_t: ``[T, B]`` rewards (only its shape is used).
@@ -60,16 +69,21 @@ def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gam
       bootstrap_value: ``[B]`` value of the observation after the last step.
       gamma: discount factor.
       lambda_: trace parameter (scalar).
+      final_value: ``[T, B]`` value of the final observation where ``truncated`` (read only
+        there), or None: the self bootstrap.
 
     Returns:
       ReturnsInputs with ``discount_t``, ``value_t``, ``lambda_``, ``cut`` all ``[T, B]``.
     """
     chex.assert_equal_shape([reward_t, terminated, truncated, value_tm1])
     chex.assert_rank(bootstrap_value, 1)
+    if final_value is not None:
+        chex.assert_equal_shape([final_value, value_tm1])
     cut = truncated & ~terminated
     discount_t = gamma * (1.0 - terminated.astype(jnp.float32))
     next_value = jnp.concatenate([value_tm1[1:], bootstrap_value[None]], axis=0)
-    value_t = jnp.where(cut, value_tm1, next_value)
+    successor = value_tm1 if final_value is None else final_value
+    value_t = jnp.where(cut, successor, next_value)
     lambdas = jnp.where(cut, 0.0, jnp.asarray(lambda_, jnp.float32))
     return ReturnsInputs(discount_t=discount_t, value_t=value_t, lambda_=lambdas, cut=cut)
 
@@ -94,7 +108,10 @@ def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
     """Generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438).
 
     ``A_t = delta_t + discount_t * lambda_t * A_{t+1}`` with
-    ``delta_t = r_t + discount_t * value_t - value_tm1``, and ``A_T = 0``.
+    ``delta_t = r_t + discount_t * value_t - value_tm1``, and ``A_T = 0``. At a truncation
+    (from ``step_inputs``) ``lambda_t = 0`` and ``value_t`` is the value of the episode's
+    final observation (or, with that rule off, of ``x_t`` itself), so the target there is
+    ``r_t + gamma * value_t``: a time limit is not a terminal state.
 
     Args:
       reward_t: ``[T, B]`` rewards.
@@ -132,7 +149,9 @@ def vtrace(
     ``delta_t = r_t + discount_t * value_t - value_tm1``, ``rho_t = min(clip_rho, pi/mu)``,
     ``c_t = lambda_t * min(1, pi/mu)``. The policy-gradient advantage uses the target of the
     successor, ``value_t + acc_{t+1}`` (``= vs_{t+1}``), and ``value_t`` where ``cut[t]``
-    (a truncation: ``vs_{t+1}`` belongs to the next episode):
+    (a truncation: ``vs_{t+1}`` belongs to the next episode; ``step_inputs`` makes
+    ``value_t`` the value of the episode's final observation, or of ``x_t`` with that rule
+    off, and ``lambda_t = 0``, so ``vs_t = V(x_t) + rho_t * (r_t + gamma * value_t - V(x_t))``):
     ``pg_adv_t = min(clip_pg_rho, pi/mu) * (r_t + discount_t * vs_{t+1} - value_tm1)``.
 
     Args:

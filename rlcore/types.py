@@ -84,6 +84,10 @@ class Trajectory:
         episode (``terminated | truncated`` of step ``t - 1``; for ``t = 0`` that of the
         previous rollout's last step, True at the very start): the core restarts from zeros
         there. None for feed-forward agents. The bootstrap observation's flag is ``done[T - 1]``.
+      final_value: ``[T, B]`` float32, where ``truncated[t]`` the acting policy's value of the
+        episode's final observation (the one the auto-reset replaced), 0 elsewhere: what
+        the value target of a truncation bootstraps on (``rlcore.returns.step_inputs``).
+        None: time limits are not bootstrapped on it (``bootstrap_time_limits`` off).
     """
 
     obs: jax.Array
@@ -96,6 +100,7 @@ class Trajectory:
     bootstrap_obs: jax.Array
     core_state: CoreState | None = None
     first: jax.Array | None = None
+    final_value: jax.Array | None = None
 
     # Leaves whose env axis is 0 (``[B, ...]``); every other leaf is time-major.
     _ENV_MAJOR = ("bootstrap_obs", "core_state")
@@ -129,18 +134,20 @@ class Trajectory:
 
     @staticmethod
     def env_partition(axis_name: str, with_value: bool = True,
-                      core_state: CoreState | None = None) -> "Trajectory":
+                      core_state: CoreState | None = None,
+                      final_value: bool = False) -> "Trajectory":
         """PartitionSpecs that split the env axis over mesh axis ``axis_name`` (for
         ``shard_map`` and ``NamedSharding``); ``with_value=False`` where ``behaviour_value``
         is None; ``core_state``: a CoreState of the recurrent agent's structure (any
-        leaves), None for feed-forward agents."""
+        leaves), None for feed-forward agents; ``final_value``: the trajectory has one."""
         tm = P(None, axis_name)
         recurrent = core_state is not None
         return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
                           behaviour_logits=tm, behaviour_value=tm if with_value else None,
                           bootstrap_obs=P(axis_name),
                           core_state=jax.tree.map(lambda _: P(axis_name), core_state),
-                          first=tm if recurrent else None)
+                          first=tm if recurrent else None,
+                          final_value=tm if final_value else None)
 
 
 def map_env_axis(record, fn, env_major: Sequence[str]):

@@ -79,6 +79,7 @@ ent_coef                    number  yes        -          -
 vtrace_lambda               number  yes        -          -
 clip_rho                    number  yes        -          -
 clip_pg_rho                 number  yes        -          -
+bootstrap_time_limits       bool    -          -          -
 log_every                   int     -          yes        -
 checkpoint_every            int     -          yes        -
 eval_every                  int     -          yes        -

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from envs.base import HostEnv
-from rlcore.networks import step_network
+from rlcore.networks import final_values, step_network
 from rlcore.seeding import per_env_keys, sample_actions
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 from sebulba import pipeline
@@ -115,6 +115,14 @@ def make_policy_fn(apply_fn: Callable, action_root):
     return jax.jit(policy)
 
 
+def make_final_value_fn(apply_fn: Callable):
+    """Jitted ``(params, final_obs [n, ...], truncated [n], core) -> [n]``: the values of the
+    truncated episodes' final observations, 0 elsewhere (``rlcore.networks.final_values``),
+    with the params that acted in the step and a recurrent agent's core after it."""
+    return jax.jit(lambda params, final_obs, truncated, core: final_values(
+        apply_fn, params, final_obs, truncated, core))
+
+
 class Actor:
     """Collects rollouts ``spec.start .. spec.end - 1`` into ``out_queue``.
 
@@ -125,11 +133,15 @@ class Actor:
       params: the ParamsServer.
       out_queue: ``queue.Queue(maxsize=1)`` read by the learner in a fixed order.
       stop: shared StopControl.
+      final_value: from ``make_final_value_fn``: rollouts carry ``Trajectory.final_value``
+        (computed in the steps where an env was truncated); None: they do not
+        (``bootstrap_time_limits`` off).
     """
 
     def __init__(self, spec: ActorSpec, env_factory, policy, params: ParamsServer,
-                 out_queue: queue.Queue, stop: StopControl):
+                 out_queue: queue.Queue, stop: StopControl, final_value=None):
         self.spec, self.env_factory, self.policy = spec, env_factory, policy
+        self.final_value = final_value
         self.params, self.out_queue, self.stop = params, out_queue, stop
         self.thread = threading.Thread(target=self._run, name=spec.name, daemon=True)
         # Jitter RNG: its own stream, never touching the data keys.
@@ -199,6 +211,9 @@ class Actor:
             timers["d2h"] += t2 - t1
             timers["env_step"] += t3 - t2
             buf.write(t, obs, action_np, ts)
+            if self.final_value is not None and ts.truncated.any():
+                buf.final_value[t] = np.asarray(self.final_value(
+                    params, jax.device_put(ts.final_obs, spec.device), ts.truncated, core))
             logits.append(logit)
             done = ts.terminated | ts.truncated
             if first is not None:
@@ -216,6 +231,7 @@ class Actor:
             truncated=buf.truncated, behaviour_logits=jax.numpy.stack(logits),
             behaviour_value=None, bootstrap_obs=obs, core_state=start_core,
             first=np.stack(firsts) if firsts else None,
+            final_value=None if self.final_value is None else buf.final_value,
         )
         item = RolloutItem(update=r, pieces=self._split(rollout),
                            episodes=EpisodeSummary(ep_ret, ep_len, ep_cnt), timers=timers,
@@ -239,6 +255,7 @@ class _HostBuffers:
     reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
+    final_value: np.ndarray  # zeros but where a final observation's value is written
 
     @classmethod
     def empty(cls, t_len: int, n: int, obs: np.ndarray) -> "_HostBuffers":
@@ -248,6 +265,7 @@ class _HostBuffers:
             reward=np.empty((t_len, n), np.float32),
             terminated=np.empty((t_len, n), bool),
             truncated=np.empty((t_len, n), bool),
+            final_value=np.zeros((t_len, n), np.float32),
         )
 
     def write(self, t: int, obs, action, ts) -> None:

@@ -21,10 +21,12 @@ from sebulba.layout import Layout
 AXIS = distributed.DATA_AXIS
 
 
-def traj_spec(core_state=None) -> Trajectory:
+def traj_spec(core_state=None, final_value: bool = False) -> Trajectory:
     """The env axis over the learner mesh; the actors do not ship behaviour values;
-    ``core_state``: a recurrent agent's CoreState (any leaves), None for feed-forward."""
-    return Trajectory.env_partition(AXIS, with_value=False, core_state=core_state)
+    ``core_state``: a recurrent agent's CoreState (any leaves), None for feed-forward;
+    ``final_value``: the rollouts carry ``Trajectory.final_value``."""
+    return Trajectory.env_partition(AXIS, with_value=False, core_state=core_state,
+                                    final_value=final_value)
 
 
 TRAJ_SPEC = traj_spec()  # a feed-forward agent's
@@ -57,7 +59,7 @@ def assemble(items: list[RolloutItem], layout: Layout) -> Trajectory:
         per_shard.append(Trajectory.concat_envs([p.trajectory for p in pieces]))
     return jax.tree.map(
         lambda spec, *shards: _global_array(layout, spec, shards),
-        traj_spec(per_shard[0].core_state), *per_shard, is_leaf=lambda x: isinstance(x, P))
+        traj_spec(per_shard[0].core_state, per_shard[0].final_value is not None), *per_shard, is_leaf=lambda x: isinstance(x, P))
 
 
 def _global_array(layout: Layout, spec: P, shards) -> jax.Array:
@@ -81,11 +83,12 @@ def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
 
 
 def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
-                      core_state=None):
+                      core_state=None, final_value: bool = False):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
     learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
     minibatches of ``hp``; ``core_state``: a recurrent agent's CoreState (any leaves, for
-    the trajectory's structure), None for feed-forward.
+    the trajectory's structure), None for feed-forward; ``final_value``: the rollouts carry
+    ``Trajectory.final_value``.
 
     The input state is not donated: the trainer keeps the last completed update's state
     alive while the next update runs, to checkpoint it if a signal abandons that update
@@ -99,6 +102,6 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
         return state, LearnerOutput(loss=loss, episodes=EpisodeSummary(*sums))
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
-                         in_specs=(P(), traj_spec(core_state), P(AXIS), P()),
+                         in_specs=(P(), traj_spec(core_state, final_value), P(AXIS), P()),
                          out_specs=(P(), P()))
     return jax.jit(step)

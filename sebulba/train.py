@@ -50,7 +50,7 @@ from runtime.rundir import RunDir, train_eval_due
 from runtime.sweep import swept
 from sebulba import learner as sl
 from sebulba import pipeline
-from sebulba.actor import Actor, ActorSpec, make_policy_fn
+from sebulba.actor import Actor, ActorSpec, make_final_value_fn, make_policy_fn
 from sebulba.episodes import EvalPool
 from sebulba.host_envs import make_host_env
 from sebulba.layout import make_layout
@@ -154,8 +154,10 @@ class SebulbaRun:
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
-            initial_core(self.network, 1))
+            initial_core(self.network, 1), config.bootstrap_time_limits)
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
+        self.final_value = (make_final_value_fn(self.network.apply)
+                            if config.bootstrap_time_limits else None)
 
     def make_eval_pool(self) -> EvalPool | None:
         """The evaluation envs (seeds ``train_eval_host_seed(seed)``) and greedy policy on the
@@ -196,7 +198,8 @@ class SebulbaRun:
                     fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
                     nan_at_update=cfg.debug.nan_at_update,
                     initial_core=functools.partial(initial_core, self.network))
-                actors.append(Actor(spec, env_factory, self.policy, server, q, stop))
+                actors.append(Actor(spec, env_factory, self.policy, server, q, stop,
+                                    self.final_value))
                 queues.append(q)
         for actor in actors:
             actor.thread.start()

@@ -109,7 +109,7 @@ class PPO(FromHParams):
             value_tm1, bootstrap_value = value_all[:t], value_all[t]
         inputs = returns.step_inputs(
             traj.reward, traj.terminated, traj.truncated, value_tm1, bootstrap_value,
-            self.gamma, self.gae_lambda,
+            self.gamma, self.gae_lambda, traj.final_value,
         )
         adv, targets = returns.gae(traj.reward, inputs.discount_t, value_tm1, inputs.value_t,
                                    inputs.lambda_)

@@ -33,8 +33,15 @@ def _rollout(seed=0):
     return reward, terminated, truncated, value_tm1, bootstrap
 
 
-def _np_step_inputs(terminated, truncated, value_tm1, bootstrap, gamma, lam):
-    """The rule documented in ``returns.py``, element by element."""
+def _final_values(truncated, seed=5):
+    """``[T, B]`` values of final observations where truncated, 0 elsewhere."""
+    v = np.random.default_rng(seed).normal(size=(T, B)).astype(np.float32) + 3.0
+    return np.where(truncated, v, 0.0).astype(np.float32)
+
+
+def _np_step_inputs(terminated, truncated, value_tm1, bootstrap, gamma, lam, final=None):
+    """The rule documented in ``returns.py``, element by element (``final``: the values of
+    the final observations, or None: the self bootstrap)."""
     discount = np.zeros((T, B))
     value_t = np.zeros((T, B))
     lambdas = np.zeros((T, B))
@@ -42,7 +49,8 @@ def _np_step_inputs(terminated, truncated, value_tm1, bootstrap, gamma, lam):
         for b in range(B):
             discount[t, b] = 0.0 if terminated[t, b] else gamma
             if truncated[t, b] and not terminated[t, b]:
-                value_t[t, b] = value_tm1[t, b]  # the lost final state's value estimate
+                # the final observation's value, or the cut state's own as its estimate
+                value_t[t, b] = value_tm1[t, b] if final is None else final[t, b]
                 lambdas[t, b] = 0.0  # trace cut: nothing from the next episode leaks back
             else:
                 value_t[t, b] = value_tm1[t + 1, b] if t + 1 < T else bootstrap[b]
@@ -64,12 +72,14 @@ def _np_gae_double_loop(reward, discount, value_tm1, value_t, lambdas):
     return adv
 
 
-def _np_gae_from_episodes(reward, terminated, truncated, value_tm1, bootstrap, gamma, lam):
+def _np_gae_from_episodes(reward, terminated, truncated, value_tm1, bootstrap, gamma, lam,
+                          final=None):
     """GAE straight from the raw rollout, without ``step_inputs``.
 
     Sums ``(gamma lambda)^(k - t) delta_k`` over the steps of the episode that step ``t``
     belongs to, stopping after the step that ends it. At a truncation the successor value is
-    the truncated state's own value, at a termination it is 0.
+    the final observation's (``final``) or, without it, the truncated state's own value; at
+    a termination it is 0.
     """
     adv = np.zeros((T, B))
     for b in range(B):
@@ -79,7 +89,7 @@ def _np_gae_from_episodes(reward, terminated, truncated, value_tm1, bootstrap, g
                 if terminated[k, b]:
                     next_v = 0.0
                 elif truncated[k, b]:
-                    next_v = value_tm1[k, b]
+                    next_v = value_tm1[k, b] if final is None else final[k, b]
                 else:
                     next_v = value_tm1[k + 1, b] if k + 1 < T else bootstrap[b]
                 total += (gamma * lam) ** (k - t) * (
@@ -95,28 +105,34 @@ def _close(got, want):
     np.testing.assert_allclose(np.asarray(got), want, atol=ATOL, rtol=RTOL)
 
 
+@pytest.mark.parametrize("final", [False, True], ids=["self", "final_obs"])
 @pytest.mark.parametrize("lam", [0.0, 0.7, 1.0])
-def test_step_inputs_follow_documented_rule(lam):
+def test_step_inputs_follow_documented_rule(lam, final):
     reward, term, trunc, v, boot = _rollout()
-    got = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam)
-    want = _np_step_inputs(term, trunc, v, boot, GAMMA, lam)
+    fv = _final_values(trunc) if final else None
+    got = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam, fv)
+    want = _np_step_inputs(term, trunc, v, boot, GAMMA, lam, fv)
     for g, w in zip((got.discount_t, got.value_t, got.lambda_), want, strict=True):
         assert g.shape == (T, B)
         _close(g, w)
 
 
+@pytest.mark.parametrize("final", [False, True], ids=["self", "final_obs"])
 @pytest.mark.parametrize("lam", [0.0, 0.8, 0.95, 1.0])
-def test_gae_matches_python_double_loop(lam):
+def test_gae_matches_python_double_loop(lam, final):
     reward, term, trunc, v, boot = _rollout(seed=1)
-    inputs = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam)
+    fv = _final_values(trunc) if final else None
+    inputs = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, lam, fv)
     adv, targets = returns.gae(reward, inputs.discount_t, v, inputs.value_t, inputs.lambda_)
     assert adv.shape == targets.shape == (T, B)
-    discount, value_t, lambdas = _np_step_inputs(term, trunc, v, boot, GAMMA, lam)
+    discount, value_t, lambdas = _np_step_inputs(term, trunc, v, boot, GAMMA, lam, fv)
     want = _np_gae_double_loop(reward, discount, v, value_t, lambdas)
     _close(adv, want)
     _close(targets, want + v)
     # The same numbers from the raw rollout, episode by episode.
-    _close(adv, _np_gae_from_episodes(reward, term, trunc, v, boot, GAMMA, lam))
+    _close(adv, _np_gae_from_episodes(reward, term, trunc, v, boot, GAMMA, lam, fv))
+    if final:  # the target of the mid-sequence truncation of env 1: r + gamma V(final obs)
+        _close(targets[2, 1], reward[2, 1] + GAMMA * fv[2, 1])
 
 
 def test_gae_per_step_lambda_array():
@@ -273,6 +289,22 @@ def test_vtrace_truncation_cuts_trace():
                           inputs.lambda_, cut=inputs.cut)
     _close(out2.targets[:3, 1], np.asarray(out.targets[:3, 1]))
     _close(out2.pg_advantages[:3, 1], np.asarray(out.pg_advantages[:3, 1]))
+
+
+def test_vtrace_truncation_bootstraps_on_final_value():
+    """At a truncation (lambda 0 there) ``vs_t = V(x_t) + rho_t (r_t + gamma V(final) -
+    V(x_t))`` and ``pg_adv_t = pg_rho_t (r_t + gamma V(final) - V(x_t))``."""
+    reward, term, trunc, v, boot = _rollout(seed=13)
+    fv = _final_values(trunc)
+    log_rhos = np.random.default_rng(14).normal(scale=0.3, size=(T, B)).astype(np.float32)
+    inputs = returns.step_inputs(reward, term, trunc, v, boot, GAMMA, 1.0, fv)
+    out = returns.vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos, inputs.lambda_,
+                         clip_rho=1.2, clip_pg_rho=0.9, cut=inputs.cut)
+    rho = np.exp(log_rhos)
+    for t, b in ((2, 1), (T - 1, 2)):  # the fixed truncations, mid-sequence and last step
+        delta = reward[t, b] + GAMMA * fv[t, b] - v[t, b]
+        _close(out.targets[t, b], v[t, b] + min(1.2, rho[t, b]) * delta)
+        _close(out.pg_advantages[t, b], min(0.9, rho[t, b]) * delta)
 
 
 def test_vtrace_on_policy_is_n_step_return():
