@@ -76,10 +76,21 @@ def _small(pipeline_mode, threads, jitter=0, **overrides):
     return config
 
 
+TIME_LIMIT = 20  # CartPole cut short, so that rollouts hold truncations (final values)
+
+
+def _short_time_limit(monkeypatch):
+    """The run's host envs truncate CartPole at ``TIME_LIMIT`` steps."""
+    make = sebulba_trainer.make_host_env
+    monkeypatch.setattr(sebulba_trainer, "make_host_env", lambda *a, **kw: make(
+        *a, max_episode_steps=TIME_LIMIT, **kw))
+
+
 @needs_4
 @pytest.mark.parametrize("mode", ["cleanba", "sync"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_jitter_does_not_change_metrics(mode, threads, tmp_path):
+def test_jitter_does_not_change_metrics(mode, threads, tmp_path, monkeypatch):
+    _short_time_limit(monkeypatch)  # the actors' final values are timing-independent too
     train(_small(mode, threads), str(tmp_path / "plain"))
     train(_small(mode, threads, jitter=25), str(tmp_path / "jitter"))
     plain, jittered = read_metrics(tmp_path / "plain"), read_metrics(tmp_path / "jitter")
@@ -108,7 +119,19 @@ def test_learner_data_independent_of_actor_layout(actors, threads, one_actor_thr
         for name in ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs"):
             np.testing.assert_array_equal(getattr(b, name), getattr(o, name), err_msg=name)
         np.testing.assert_allclose(b.behaviour_logits, o.behaviour_logits, atol=1e-5)
+        np.testing.assert_allclose(b.final_value, o.final_value, atol=1e-5)
         assert b.behaviour_value is None  # actors do not ship values to the learner
+
+
+@needs_4
+def test_actors_ship_final_values_of_truncations(monkeypatch):
+    """Where a step was truncated the batch holds the acting params' value of the episode's
+    final observation (CartPole's values are positive), 0 elsewhere."""
+    _short_time_limit(monkeypatch)
+    batch = sebulba_batches(_small("sync", 1), 2)[1]
+    truncated, final_value = batch.truncated, batch.final_value
+    assert truncated.any() and final_value.shape == truncated.shape
+    assert np.all(final_value[truncated] != 0) and np.all(final_value[~truncated] == 0)
 
 
 def test_no_two_envs_share_a_seed():
