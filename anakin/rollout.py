@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
+from rlcore import normalize
 from rlcore.networks import final_values, step_network
 from rlcore.seeding import action_noise, actions_from_noise, per_env_keys, rollout_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
@@ -31,20 +32,26 @@ class EnvCarry:
         action; None for feed-forward agents.
       first: recurrent agents: ``[B_local]`` bool, ``obs`` starts an episode; None for
         feed-forward agents.
+      ret: with ``normalize_reward``: ``[B_local]`` float32, each env's discounted return so
+        far (``rlcore.normalize.scale_rewards``); None otherwise.
     """
 
     state: JaxEnvState
     obs: jax.Array
     core: CoreState | None = None
     first: jax.Array | None = None
+    ret: jax.Array | None = None
 
 
-def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None) -> EnvCarry:
+def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None,
+               scale_rewards: bool = False) -> EnvCarry:
     """Resets the envs ``env_ids [B]`` (global indices) with keys from ``reset_root``;
-    ``core``: a recurrent agent's initial core state ``[B, H]`` (None: feed-forward)."""
+    ``core``: a recurrent agent's initial core state ``[B, H]`` (None: feed-forward);
+    ``scale_rewards``: start the discounted returns (``EnvCarry.ret``) at 0."""
     state, ts = jax.vmap(env.reset)(per_env_keys(reset_root, env_ids))
     first = None if core is None else jnp.ones(env_ids.shape, bool)
-    return EnvCarry(state=state, obs=ts.obs, core=core, first=first)
+    ret = jnp.zeros(env_ids.shape, jnp.float32) if scale_rewards else None
+    return EnvCarry(state=state, obs=ts.obs, core=core, first=first, ret=ret)
 
 
 def _no_final_values(params, final_obs, truncated, core):
@@ -54,7 +61,8 @@ def _no_final_values(params, final_obs, truncated, core):
 
 
 def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1,
-                    bootstrap_time_limits: bool = False, over_agents: bool = False):
+                    bootstrap_time_limits: bool = False, over_agents: bool = False,
+                    reward_scaling: tuple[float, float] | None = None):
     """Builds ``rollout(params, carry, roots, env_ids, update) -> (carry, Trajectory, summary)``.
 
     Args:
@@ -69,6 +77,9 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
       over_agents: the rollout runs ``vmap``ped over agents (``num_seeds`` > 1 or a sweep):
         the final values are computed in every step, without the ``lax.cond`` (JAX 0.10
         fails to batch that cond's network inside ``shard_map``: a ``pvary`` error).
+      reward_scaling: ``(gamma, clip)`` of ``normalize_reward`` (the carry holds ``ret`` and
+        the params the return statistics): the Trajectory's rewards are scaled and its
+        ``discounted_return`` set; None: raw rewards.
 
     Returns:
       ``rollout`` taking ``roots = (action_root, env_root)`` keys, ``env_ids [B]`` global
@@ -98,6 +109,10 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
             if nan_at_update >= 0:
                 reward = jnp.where(update == nan_at_update, jnp.nan, reward)
             done = ts.terminated | ts.truncated
+            ret, discounted_return = carry.ret, None
+            if reward_scaling is not None:
+                reward, discounted_return, ret = normalize.scale_rewards(
+                    reward, carry.ret, done, normalize.return_stats(params), *reward_scaling)
             final_value = None
             if bootstrap_time_limits and over_agents:
                 final_value = final_values(apply_fn, params, ts.final_obs, ts.truncated, core)
@@ -110,6 +125,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
                     obs=carry.obs, action=action, reward=reward, terminated=ts.terminated,
                     truncated=ts.truncated, behaviour_logits=logits, behaviour_value=value,
                     bootstrap_obs=None, first=carry.first, final_value=final_value,
+                    discounted_return=discounted_return,
                 ),
                 EpisodeSummary(
                     return_sum=jnp.sum(jnp.where(done, state.stats.completed_return, 0.0)),
@@ -118,7 +134,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
                 ),
             )
             first = None if core is None else done
-            return EnvCarry(state=state, obs=ts.obs, core=core, first=first), record
+            return EnvCarry(state=state, obs=ts.obs, core=core, first=first, ret=ret), record
 
         start_core = carry.core
         carry, (traj, summaries) = jax.lax.scan(one_step, carry, (noise, step_keys, resets))

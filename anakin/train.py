@@ -24,6 +24,7 @@ from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import initial_core, make_network
+from rlcore.normalize import maybe_normalized, observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
@@ -83,8 +84,11 @@ class AnakinRun:
         self.num_devices = self.mesh.devices.size
         self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
-        self.network = make_network(config.network, self.env.spec, config.recurrent,
-                                    config.recurrent_hidden)
+        self.network = maybe_normalized(
+            make_network(config.network, self.env.spec, config.recurrent,
+                         config.recurrent_hidden),
+            self.env.spec.obs_shape, config.normalize_obs, config.normalize_reward,
+            config.normalize_obs_clip)
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
@@ -100,9 +104,10 @@ class AnakinRun:
                       else jax.vmap(Roots.from_seed)(seeds))
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update,
-                                       config.bootstrap_time_limits, self.num_agents > 1)
+                                       config.bootstrap_time_limits, self.num_agents > 1,
+                                       reward_scaling(config))
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
-                                         AXIS)
+                                         AXIS, observer(self.network))
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
                                            AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
@@ -125,7 +130,8 @@ class AnakinRun:
             return self.update
         hp = self.hparams.override(swept)
         return make_update_fn_for(hp, self.network.apply,
-                                  optimizer_for(hp, self.derived.num_updates), AXIS)
+                                  optimizer_for(hp, self.derived.num_updates), AXIS,
+                                  observer(self.network))
 
     def _env_ids(self, n=None):
         """Global indices of this device's ``n`` envs ``[n]`` (default: its training envs)
@@ -166,7 +172,8 @@ class AnakinRun:
         init_envs = jax.jit(jax.shard_map(
             lambda roots: self.per_agent(
                 lambda r: reset_envs(self.env, r.env, self._env_ids(), initial_core(
-                    self.network, self.derived.envs_per_shard)))(roots),
+                    self.network, self.derived.envs_per_shard),
+                    self.config.normalize_reward))(roots),
             mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
         return AnakinState(learner=init_learner(self.roots.init),

@@ -53,6 +53,11 @@ def get_config() -> ml_collections.ConfigDict:
     c.bootstrap_time_limits = True  # a time-limit cut's value target bootstraps on the value
     #                                 of the episode's final observation (False: on the cut
     #                                 step's own value, the rule before issue 21)
+    # Normalisation (CleanRL's; statistics in the train state, rlcore/normalize.py).
+    c.normalize_obs = False         # observations by their running mean and variance
+    c.normalize_obs_clip = 10.0     # bound of a normalised observation
+    c.normalize_reward = False      # rewards by the running std of a discounted return
+    c.normalize_reward_clip = 10.0  # bound of a scaled reward
     # Logging and checkpoints (in updates).
     c.log_every = 10               # a metrics line every this many updates
     c.checkpoint_every = 0          # 0: only at the end and on signals

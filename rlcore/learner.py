@@ -223,6 +223,7 @@ def make_update_fn(
     axis_name: str | None = None,
     unroll: int | bool = 1,
     microbatches: int = 1,
+    observe: Callable | None = None,
 ):
     """Builds the update shared by Anakin and Sebulba and every algorithm.
 
@@ -240,6 +241,9 @@ def make_update_fn(
         step inside a rolled loop 10x slower than unrolled; MLPs do not care.
       microbatches: chunks each minibatch's gradient is accumulated over (``micro_gradient``;
         1: one pass), a divisor of the minibatch's local envs.
+      observe: ``(params, trajectory, axis_name) -> params`` after the gradient steps: the
+        normalisation statistics learn from the batch (``rlcore.normalize.observer``); None:
+        nothing.
 
     Returns:
       ``update(state: LearnerState, trajectory: Trajectory [T, B_local], key) ->
@@ -266,6 +270,8 @@ def make_update_fn(
             step, (state.params, state.opt_state), idx, unroll=unroll
         )
         metrics = jax.tree.map(jnp.mean, metrics)
+        if observe is not None:
+            params = observe(params, trajectory, axis_name)
         new_state = LearnerState(params=params, opt_state=opt_state, update=state.update + 1)
         return new_state, metrics
 
@@ -273,14 +279,15 @@ def make_update_fn(
 
 
 def make_update_fn_for(hp: HParams, apply_fn: Callable,
-                       optimizer: optax.GradientTransformation, axis_name: str | None = None):
+                       optimizer: optax.GradientTransformation, axis_name: str | None = None,
+                       observe: Callable | None = None):
     """``make_update_fn`` with the algorithm, epochs, minibatches (their kind: ``hp.minibatch``,
     ``"auto"`` for the algorithm's own; sequences for a recurrent agent), unroll and
-    micro-batches of ``hp``."""
+    micro-batches of ``hp``; ``observe`` as there."""
     algorithm = make_algorithm(hp)
     return make_update_fn(
         algorithm, apply_fn, optimizer, num_epochs=hp.num_epochs,
         num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch,
                                                          hp.recurrent != NO_CORE),
         axis_name=axis_name, unroll=scan_unroll(hp.update_unroll),
-        microbatches=micro_count(hp.microbatches))
+        microbatches=micro_count(hp.microbatches), observe=observe)

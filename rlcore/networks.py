@@ -319,7 +319,9 @@ def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
 def initial_core(network: nn.Module, n: int) -> CoreState | None:
     """The core state a recurrent ``network`` starts ``n`` envs from (zeros ``[n, H]``);
     None for a feed-forward one."""
-    return network.initial_core(n) if isinstance(network, RecurrentActorCritic) else None
+    if isinstance(network, RecurrentActorCritic) or hasattr(network, "net"):  # (Normalized)
+        return network.initial_core(n)
+    return None
 
 
 def init_params(network: nn.Module, key, spec: EnvSpec):

@@ -88,6 +88,9 @@ class Trajectory:
         episode's final observation (the one the auto-reset replaced), 0 elsewhere: what
         the value target of a truncation bootstraps on (``rlcore.returns.step_inputs``).
         None: time limits are not bootstrapped on it (``bootstrap_time_limits`` off).
+      discounted_return: ``[T, B]`` float32, with ``normalize_reward`` each env's discounted
+        return including step ``t`` (``rlcore.normalize.scale_rewards``; ``reward`` is then
+        the scaled reward); None otherwise.
     """
 
     obs: jax.Array
@@ -101,6 +104,7 @@ class Trajectory:
     core_state: CoreState | None = None
     first: jax.Array | None = None
     final_value: jax.Array | None = None
+    discounted_return: jax.Array | None = None
 
     # Leaves whose env axis is 0 (``[B, ...]``); every other leaf is time-major.
     _ENV_MAJOR = ("bootstrap_obs", "core_state")
@@ -135,11 +139,13 @@ class Trajectory:
     @staticmethod
     def env_partition(axis_name: str, with_value: bool = True,
                       core_state: CoreState | None = None,
-                      final_value: bool = False) -> "Trajectory":
+                      final_value: bool = False,
+                      discounted_return: bool = False) -> "Trajectory":
         """PartitionSpecs that split the env axis over mesh axis ``axis_name`` (for
         ``shard_map`` and ``NamedSharding``); ``with_value=False`` where ``behaviour_value``
         is None; ``core_state``: a CoreState of the recurrent agent's structure (any
-        leaves), None for feed-forward agents; ``final_value``: the trajectory has one."""
+        leaves), None for feed-forward agents; ``final_value``, ``discounted_return``: the
+        trajectory has that field."""
         tm = P(None, axis_name)
         recurrent = core_state is not None
         return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
@@ -147,7 +153,8 @@ class Trajectory:
                           bootstrap_obs=P(axis_name),
                           core_state=jax.tree.map(lambda _: P(axis_name), core_state),
                           first=tm if recurrent else None,
-                          final_value=tm if final_value else None)
+                          final_value=tm if final_value else None,
+                          discounted_return=tm if discounted_return else None)
 
 
 def map_env_axis(record, fn, env_major: Sequence[str]):

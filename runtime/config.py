@@ -325,6 +325,9 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     for field in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "clip_rho",
                   "clip_pg_rho"):
         number(config, field, lo=0.0)
+    for field in ("normalize_obs_clip", "normalize_reward_clip"):
+        number(config, field)
+        require(config[field] > 0, field, f"must be > 0, got {config[field]}")
     _validate_wandb(config)
     int_in(config, "eval_every", 0, ">= 0 (0: off)")
     positive_int(config, "eval_episodes")

@@ -80,6 +80,10 @@ vtrace_lambda               number  yes        -          -
 clip_rho                    number  yes        -          -
 clip_pg_rho                 number  yes        -          -
 bootstrap_time_limits       bool    -          -          -
+normalize_obs               bool    -          -          -
+normalize_obs_clip          number  -          -          -
+normalize_reward            bool    -          -          -
+normalize_reward_clip       number  -          -          -
 log_every                   int     -          yes        -
 checkpoint_every            int     -          yes        -
 eval_every                  int     -          yes        -

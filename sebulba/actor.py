@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from envs.base import HostEnv
+from rlcore import normalize
 from rlcore.networks import final_values, step_network
 from rlcore.seeding import per_env_keys, sample_actions
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
@@ -82,6 +83,9 @@ class ActorSpec:
       nan_at_update: debug: poison this rollout's rewards (-1: off).
       initial_core: ``n -> `` a recurrent agent's zero core state of ``n`` envs, None for
         feed-forward agents (``rlcore.networks.initial_core``).
+      reward_scaling: ``(gamma, clip)`` of ``normalize_reward`` (``rlcore.normalize``): the
+        thread scales its rewards by the return statistics handed over with the params;
+        None: raw rewards.
     """
 
     name: str
@@ -99,6 +103,7 @@ class ActorSpec:
     fail_at_update: int = -1
     nan_at_update: int = -1
     initial_core: Callable[[int], CoreState | None] = lambda n: None
+    reward_scaling: tuple[float, float] | None = None
 
 
 def make_policy_fn(apply_fn: Callable, action_root):
@@ -158,6 +163,8 @@ class Actor:
                 spec.device)
             core = jax.device_put(spec.initial_core(spec.num_envs), spec.device)
             first = None if core is None else np.ones(spec.num_envs, bool)
+            # normalize_reward: each env's discounted return, from 0 with its fresh episode.
+            self._ret = np.zeros(spec.num_envs, np.float32)
             put_wait = 0.0
             for r in range(spec.start, spec.end):
                 item, obs, core, first = self._rollout(env, obs, core, first, env_ids, r)
@@ -190,6 +197,9 @@ class Actor:
             pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
             spec.timeout_s)
         buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs)
+        ret_stats = None
+        if spec.reward_scaling is not None:  # the statistics of the params' version
+            ret_stats = jax.device_get(normalize.return_stats(params))
         start_core, firsts = core, []
         logits = []
         ep_ret, ep_len, ep_cnt = 0.0, 0.0, 0
@@ -211,11 +221,14 @@ class Actor:
             timers["d2h"] += t2 - t1
             timers["env_step"] += t3 - t2
             buf.write(t, obs, action_np, ts)
+            done = ts.terminated | ts.truncated
+            if ret_stats is not None:
+                buf.reward[t], buf.discounted_return[t], self._ret = normalize.scale_rewards(
+                    buf.reward[t], self._ret, done, ret_stats, *spec.reward_scaling, xp=np)
             if self.final_value is not None and ts.truncated.any():
                 buf.final_value[t] = np.asarray(self.final_value(
                     params, jax.device_put(ts.final_obs, spec.device), ts.truncated, core))
             logits.append(logit)
-            done = ts.terminated | ts.truncated
             if first is not None:
                 firsts.append(first)
                 first = done
@@ -232,6 +245,7 @@ class Actor:
             behaviour_value=None, bootstrap_obs=obs, core_state=start_core,
             first=np.stack(firsts) if firsts else None,
             final_value=None if self.final_value is None else buf.final_value,
+            discounted_return=None if ret_stats is None else buf.discounted_return,
         )
         item = RolloutItem(update=r, pieces=self._split(rollout),
                            episodes=EpisodeSummary(ep_ret, ep_len, ep_cnt), timers=timers,
@@ -256,6 +270,7 @@ class _HostBuffers:
     terminated: np.ndarray
     truncated: np.ndarray
     final_value: np.ndarray  # zeros but where a final observation's value is written
+    discounted_return: np.ndarray  # normalize_reward's returns G
 
     @classmethod
     def empty(cls, t_len: int, n: int, obs: np.ndarray) -> "_HostBuffers":
@@ -266,6 +281,7 @@ class _HostBuffers:
             terminated=np.empty((t_len, n), bool),
             truncated=np.empty((t_len, n), bool),
             final_value=np.zeros((t_len, n), np.float32),
+            discounted_return=np.zeros((t_len, n), np.float32),
         )
 
     def write(self, t: int, obs, action, ts) -> None:

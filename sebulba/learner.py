@@ -21,12 +21,14 @@ from sebulba.layout import Layout
 AXIS = distributed.DATA_AXIS
 
 
-def traj_spec(core_state=None, final_value: bool = False) -> Trajectory:
+def traj_spec(core_state=None, final_value: bool = False,
+              discounted_return: bool = False) -> Trajectory:
     """The env axis over the learner mesh; the actors do not ship behaviour values;
     ``core_state``: a recurrent agent's CoreState (any leaves), None for feed-forward;
-    ``final_value``: the rollouts carry ``Trajectory.final_value``."""
+    ``final_value``, ``discounted_return``: the rollouts carry that Trajectory field."""
     return Trajectory.env_partition(AXIS, with_value=False, core_state=core_state,
-                                    final_value=final_value)
+                                    final_value=final_value,
+                                    discounted_return=discounted_return)
 
 
 TRAJ_SPEC = traj_spec()  # a feed-forward agent's
@@ -57,9 +59,11 @@ def assemble(items: list[RolloutItem], layout: Layout) -> Trajectory:
         pieces = sorted((p for it in items for p in it.pieces if p.shard == s),
                         key=lambda p: p.first_env)
         per_shard.append(Trajectory.concat_envs([p.trajectory for p in pieces]))
-    return jax.tree.map(
-        lambda spec, *shards: _global_array(layout, spec, shards),
-        traj_spec(per_shard[0].core_state, per_shard[0].final_value is not None), *per_shard, is_leaf=lambda x: isinstance(x, P))
+    first = per_shard[0]
+    spec = traj_spec(first.core_state, first.final_value is not None,
+                     first.discounted_return is not None)
+    return jax.tree.map(lambda spec, *shards: _global_array(layout, spec, shards),
+                        spec, *per_shard, is_leaf=lambda x: isinstance(x, P))
 
 
 def _global_array(layout: Layout, spec: P, shards) -> jax.Array:
@@ -83,18 +87,20 @@ def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
 
 
 def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
-                      core_state=None, final_value: bool = False):
+                      core_state=None, final_value: bool = False,
+                      discounted_return: bool = False, observe=None):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
     learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
     minibatches of ``hp``; ``core_state``: a recurrent agent's CoreState (any leaves, for
-    the trajectory's structure), None for feed-forward; ``final_value``: the rollouts carry
-    ``Trajectory.final_value``.
+    the trajectory's structure), None for feed-forward; ``final_value``,
+    ``discounted_return``: the rollouts carry that Trajectory field; ``observe``: the
+    normalisation statistics' update (``rlcore.normalize.observer``), or None.
 
     The input state is not donated: the trainer keeps the last completed update's state
     alive while the next update runs, to checkpoint it if a signal abandons that update
     (one more copy of params and optimizer state on each learner device).
     """
-    update_fn = make_update_fn_for(hp, apply_fn, optimizer, AXIS)
+    update_fn = make_update_fn_for(hp, apply_fn, optimizer, AXIS, observe)
 
     def device_step(state: LearnerState, traj: Trajectory, episodes, update):
         state, loss = update_fn(state, traj, jax.random.fold_in(roots.update, update))
@@ -102,6 +108,7 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
         return state, LearnerOutput(loss=loss, episodes=EpisodeSummary(*sums))
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
-                         in_specs=(P(), traj_spec(core_state, final_value), P(AXIS), P()),
+                         in_specs=(P(), traj_spec(core_state, final_value, discounted_return),
+                                   P(AXIS), P()),
                          out_specs=(P(), P()))
     return jax.jit(step)

@@ -24,6 +24,7 @@ import numpy as np
 from envs import registry
 from rlcore.learner import init_learner_state
 from rlcore.networks import initial_core, make_network
+from rlcore.normalize import maybe_normalized, observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
@@ -146,15 +147,18 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        self.network = make_network(config.network, self.spec, config.recurrent,
-                                    config.recurrent_hidden)
+        self.network = maybe_normalized(
+            make_network(config.network, self.spec, config.recurrent, config.recurrent_hidden),
+            self.spec.obs_shape, config.normalize_obs, config.normalize_reward,
+            config.normalize_obs_clip)
         self.hparams = hparams_of(config).replace(**memory.update_plan(
             config, self.spec, MODE, shards, distributed.device_counts().processes).fields())
         self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
-            initial_core(self.network, 1), config.bootstrap_time_limits)
+            initial_core(self.network, 1), config.bootstrap_time_limits,
+            config.normalize_reward, observer(self.network))
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
         self.final_value = (make_final_value_fn(self.network.apply)
                             if config.bootstrap_time_limits else None)
@@ -197,7 +201,8 @@ class SebulbaRun:
                     jitter_ms=cfg.debug.actor_jitter_ms,
                     fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
                     nan_at_update=cfg.debug.nan_at_update,
-                    initial_core=functools.partial(initial_core, self.network))
+                    initial_core=functools.partial(initial_core, self.network),
+                    reward_scaling=reward_scaling(cfg))
                 actors.append(Actor(spec, env_factory, self.policy, server, q, stop,
                                     self.final_value))
                 queues.append(q)

@@ -48,6 +48,7 @@ def test_kind_agrees_with_the_default(row):
 
 def test_views():
     assert fields.BOOL_FIELDS == ("anneal_lr", "clip_vloss", "norm_adv", "bootstrap_time_limits",
+                                  "normalize_obs", "normalize_reward",
                                   "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
                                   "deterministic")
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update",
