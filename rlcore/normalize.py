@@ -73,7 +73,10 @@ class NormParams:
 def normalize(x, stats: RunningStats, clip: float, xp: Any = jnp):
     """``clip((x - mean) / sqrt(var + EPS), -clip, clip)`` as float32; ``x [..., *shape]``."""
     x = xp.asarray(x, xp.float32)
-    out = (x - stats.mean) / xp.sqrt(stats.var + xp.float32(EPS))
+    lead = (1,) * (x.ndim - xp.ndim(stats.mean))  # explicit broadcast over the batch axes
+    mean = xp.reshape(stats.mean, lead + xp.shape(stats.mean))
+    var = xp.reshape(stats.var, lead + xp.shape(stats.var))
+    out = (x - mean) / xp.sqrt(var + xp.float32(EPS))
     return xp.clip(out, -clip, clip).astype(xp.float32)
 
 
@@ -109,7 +112,8 @@ def update_stats(stats: RunningStats, x, axis_name: str | None, batch_dims: int)
     psum = (lambda v: jax.lax.psum(v, axis_name)) if axis_name is not None else (lambda v: v)
     n = psum(jnp.float32(np.prod(x.shape[:batch_dims])))
     mean = psum(jnp.sum(x, axis=axes)) / n
-    m2 = psum(jnp.sum(jnp.square(x - mean), axis=axes))
+    m2 = psum(jnp.sum(jnp.square(x - mean.reshape((1,) * batch_dims + mean.shape)),
+                      axis=axes))
     delta = mean - stats.mean
     total = stats.count + n
     new_mean = stats.mean + delta * n / total

@@ -90,10 +90,13 @@ def test_one_vs_four_devices(algorithm):
     # device-count-dependent gradient scale would show in the losses.
     # IMPALA's loss sums over the minibatch's 32 steps x 4 envs: the same SGD-like step
     # takes a learning rate 128 times smaller.
+    # IMPALA runs with both normalisations: their statistics are global over the mesh.
     lr = 0.5 if algorithm == "ppo" else 0.5 / (32 * 4)
+    norm = algorithm == "impala"
     config = _short_config(algorithm=algorithm, total_env_steps=16 * 32 * 5, log_every=1,
                            updates_per_call=5, optimizer="rmsprop", learning_rate=lr,
-                           rmsprop_eps=10.0, max_grad_norm=0.0)
+                           rmsprop_eps=10.0, max_grad_norm=0.0, normalize_obs=norm,
+                           normalize_reward=norm)
     one = train(config, None, mesh=one_device_mesh())
     four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
     assert len(one) == len(four) == 5
@@ -139,8 +142,10 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
 
 def test_resume_continues_bitwise(tmp_path):
     """Stopped after update 10 (log windows of 4 do not line up with it), resumed: the
-    metrics equal an uninterrupted run's, clock keys aside."""
-    config = _short_config(checkpoint_every=10, log_every=4)
+    metrics equal an uninterrupted run's, clock keys aside. With both normalisations: their
+    statistics (in the params) and the envs' discounted returns are in the checkpoint."""
+    config = _short_config(checkpoint_every=10, log_every=4, normalize_obs=True,
+                           normalize_reward=True)
     full = tmp_path / "full"
     train(config, str(full), mesh=one_device_mesh())
     reference = reproducible_part(read_metrics(full))
