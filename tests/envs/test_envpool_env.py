@@ -67,7 +67,7 @@ def test_cartpole_same_step_auto_reset_and_stats(make_pool):
 def test_cartpole_truncation_at_max_episode_steps(make_pool):
     env = make_pool("CartPole-v1", 4, seed=0, max_episode_steps=10)
     assert env.max_episode_steps == 10
-    env.reset()
+    prev = env.reset().obs
     for t in range(1, 31):
         ts = env.step(np.full(4, t % 2))  # alternating actions keep the pole up
         assert not ts.terminated.any()
@@ -76,6 +76,12 @@ def test_cartpole_truncation_at_max_episode_steps(make_pool):
             assert (env.stats.completed_length == 10).all()
             assert (env.stats.completed_return == 10.0).all()
             assert np.all(np.abs(ts.obs) <= 0.05)
+            # The final observation is the episode's 10th, one physics step from the 9th.
+            assert not np.array_equal(ts.final_obs, ts.obs)
+            assert np.all(np.abs(ts.final_obs - prev) < 0.5)
+        else:
+            np.testing.assert_array_equal(ts.final_obs, ts.obs)
+        prev = ts.obs
 
 
 def test_seeds_derive_from_global_env_index(make_pool):

@@ -128,6 +128,10 @@ def test_truncation_at_time_limit(name):
     np.testing.assert_array_equal(ts.truncated, np.repeat(expected[:, None], NUM_ENVS, 1))
     assert (stats.completed_length[limit - 1 :] == limit).all()
     _check_stats_against_rewards(ts, stats)
+    # final_obs: the stepped observation before the reset, obs itself elsewhere.
+    np.testing.assert_array_equal(ts.final_obs[~ts.truncated], ts.obs[~ts.truncated])
+    assert all(not np.array_equal(f, o) for f, o in zip(ts.final_obs[ts.truncated],
+                                                          ts.obs[ts.truncated], strict=True))
 
 
 def test_gymnax_cartpole_default_time_limit_is_500():
