@@ -386,6 +386,9 @@ def _validate_network(config, spec: EnvSpec) -> None:
         require(spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3, "network",
                 f"{config.network} needs uint8 [C, H, W] frames; {config.env_id} gives "
                 f"{spec.obs_dtype} {list(spec.obs_shape)} (use mlp)")
+    # Normalised observations are float32: an image network's uint8 frames are not.
+    require(not config.normalize_obs or spec.obs_dtype != "uint8", "normalize_obs",
+            f"normalises vector observations; {config.env_id} gives {spec.obs_dtype} frames")
 
 
 def derive(config: ml_collections.ConfigDict, num_shards: int = 1) -> Derived:

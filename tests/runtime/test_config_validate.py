@@ -79,6 +79,8 @@ BAD = [
     _row("anakin", "normalize_obs_clip", 0.0, "must be > 0, got 0.0"),
     _row("sebulba", "normalize_reward_clip", -1.0, "must be > 0, got -1.0"),
     _row("anakin", "normalize_obs", 1, "must be true or false, got 1"),
+    _row("sebulba", "normalize_obs", True, "normalises vector observations",
+         also={"env_id": "Breakout-v5", "network": "nature_cnn"}),
     _row("anakin", "gamma", math.nan, "must be finite, got nan"),
     _row("anakin", "gae_lambda", -0.1, "must be >= 0.0, got -0.1"),
     _row("anakin", "vtrace_lambda", 2, "must be <= 1.0, got 2"),
