@@ -358,21 +358,26 @@ def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreSta
     """Values of the episodes' final observations where ``truncated``, 0 elsewhere: the
     ``Trajectory.final_value`` of one step (``rlcore.returns.step_inputs``).
 
-    A recurrent agent's final observation continues its episode: the core runs from
-    ``core``, its state after the step's own observation (no reset), and its state after
-    the final observation is dropped (the next step starts a new episode from zeros).
+    A recurrent agent values the final observation from a fresh core (``first = True``), as
+    an episode's first observation: that is the value the learner trains at every episode
+    start. The core continuing the episode (the state after the step's own observation)
+    would see a step past the time limit, which no training target ever reaches: on the
+    cycle env of tests/anakin/test_time_limits.py an LSTM's continuing-core value drifted
+    there to 2.5 times the true values (and pulled every value up with it), while the fresh
+    core's were right. The cost: where the value depends on memory (partial observations)
+    the final observation is valued as if the episode started there.
 
     Args:
       apply_fn: the network's ``apply``.
       params: the params that acted in the step.
       final_obs: ``[N, *obs_shape]`` observations before the auto-reset.
       truncated: ``[N]`` bool.
-      core: CoreState ``[N, H]`` after the step, or None (feed-forward).
+      core: CoreState ``[N, H]`` (any state: reset here), or None (feed-forward).
 
     Returns:
       ``[N]`` float32.
     """
-    first = None if core is None else jnp.zeros(truncated.shape, bool)
+    first = None if core is None else jnp.ones(truncated.shape, bool)
     value = step_network(apply_fn, params, final_obs, core, first)[1]
     return jnp.where(truncated, value, 0.0).astype(jnp.float32)
 
