@@ -80,9 +80,9 @@ class Resolved(NamedTuple):
 def library_ids(library: str) -> tuple[str, ...]:
     """The names ``library`` has (EnvPool's: empty where EnvPool is not installed)."""
     if library == GYMNAX:
-        from envs.gymnax_ids import discrete_gymnax_ids
+        from envs.gymnax_ids import jax_gymnax_ids
 
-        return tuple(discrete_gymnax_ids())
+        return tuple(jax_gymnax_ids())
     if library == OWN:
         return tuple(OWN_ENVS)
     try:
@@ -93,7 +93,7 @@ def library_ids(library: str) -> tuple[str, ...]:
 
 
 def jax_env_ids() -> tuple[str, ...]:
-    """Bare ids of the jittable envs: discrete gymnax ids, then own ones (``Catch-own``)."""
+    """Bare ids of the jittable envs: gymnax ids, then own ones (``Catch-own``)."""
     return (*library_ids(GYMNAX), *(n + OWN_SUFFIX for n in library_ids(OWN)))
 
 
@@ -146,7 +146,7 @@ def resolve(env_id: str, mode: str) -> Resolved:
       ``CartPole-v1`` in Sebulba, ``("gymnax", "CartPole-v1")`` in Anakin.
 
     Raises:
-      ConfigError: ``env_id`` is unknown, has continuous actions, or names an EnvPool env
+      ConfigError: ``env_id`` is unknown, is a gymnax box env not run here, or names an EnvPool env
         in Anakin; the message lists close matches.
     """
     if mode not in (ANAKIN, SEBULBA):
@@ -167,7 +167,8 @@ def _unknown(env_id: str, mode: str) -> ConfigError:
 
     prefix, name = split_prefix(env_id)
     if prefix in (None, GYMNAX) and name in CONTINUOUS_GYMNAX_IDS:
-        return ConfigError(f"env_id: '{env_id}' has continuous actions; need discrete")
+        return ConfigError(f"env_id: '{env_id}' is a continuous gymnax env not supported; "
+                           f"continuous gymnax ids: Pendulum-v1, MountainCarContinuous-v0")
     matches = ", ".join(_close(env_id, accepted_ids(mode))) or "none"
     return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
 

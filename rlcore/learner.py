@@ -187,7 +187,7 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
 
     Args:
       algorithm: the algorithm (``split_ready``, ``loss``, ``loss_reduction``).
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       params: network parameters (per-device copies inside ``shard_map``).
       batch: a minibatch record, leaves ``[T, b, ...]`` (``take_envs``), ``b`` a multiple
         of ``microbatches``.
@@ -228,7 +228,7 @@ def make_update_fn(
 
     Args:
       algorithm: an ``rlcore.algorithms`` object (``prepare`` and ``loss``).
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       optimizer: optax transformation (see ``rlcore.optim``).
       num_epochs: passes over the rollout.
       num_minibatches: minibatches per pass, splitting the env axis.

@@ -103,7 +103,7 @@ BAD = [
     _row("anakin", "env_id", "Breakout-v5", "is not a jittable (Anakin) env"),
     _row("sebulba", "env_id", "envpool:Breakout-MinAtar", "unknown env"),
     _row("anakin", "env_id", "envpool:CartPole-v1", "is not a jittable (Anakin) env"),
-    _row("anakin", "env_id", "Pendulum-v1", "continuous actions"),
+    _row("anakin", "env_id", "Reacher-misc", "continuous gymnax env not supported"),
     _row("anakin", "debug.nan_at_update", 1.5, "must be an integer"),
     # Anakin's own fields.
     _row("anakin", "num_devices", 5, "must be 0 (all) or 1..4, got 5"),
