@@ -351,8 +351,16 @@ def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]
 def render_overrides(env_id: str, mode: str) -> dict[str, Any]:
     """The ``make_host_env`` options that make the env of ``env_id`` render RGB frames
     itself (EnvPool: ``render_mode="rgb_array"``); ``{}`` for envs that do not render (their
-    frames are drawn from the observations, ``obs_frame_fn``)."""
-    return dict(RENDER_OVERRIDES.get(resolve(env_id, mode).library, {}))
+    frames are drawn from the observations, ``obs_frame_fn``). EnvPool's MuJoCo envs are
+    not asked to render: that needs an OpenGL context, and without one (this project's CPU
+    host) EnvPool aborts the process; their videos show the observation as bars."""
+    library, name = resolve(env_id, mode)
+    if library == ENVPOOL:
+        from envs import envpool as envpool_adapter
+
+        if name in envpool_adapter.MUJOCO_IDS:
+            return {}
+    return dict(RENDER_OVERRIDES.get(library, {}))
 
 
 def obs_frame_fn(env_id: str, mode: str, env) -> Callable:

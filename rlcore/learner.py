@@ -195,7 +195,7 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
       axis_name: device axis the minibatch is split over, or None.
     """
     ready, chunk_algorithm = algorithm.split_ready(batch, axis_name)
-    b = ready.action.shape[1]
+    b = ready.obs.shape[1]
     grad_fn = jax.value_and_grad(
         lambda p, chunk: chunk_algorithm.loss(p, apply_fn, chunk, axis_name), has_aux=True)
 
@@ -249,7 +249,7 @@ def make_update_fn(
 
     def update(state: LearnerState, trajectory: Trajectory, key):
         data = algorithm.prepare(state.params, apply_fn, trajectory)
-        num_steps, num_local_envs = trajectory.action.shape
+        num_steps, num_local_envs = trajectory.reward.shape
         if minibatch == SAMPLES:
             idx = sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches,
                                            num_epochs, axis_name)

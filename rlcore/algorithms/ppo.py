@@ -93,7 +93,7 @@ class PPO(FromHParams):
           PPOBatch ``[T, B, ...]``.
         """
         traj = trajectory
-        t, b = traj.action.shape
+        t, b = traj.reward.shape
         if traj.core_state is not None:  # recurrent: one unroll from the stored state
             obs_all, first_all = losses.with_bootstrap(traj)
             value_all = unroll_network(apply_fn, params, obs_all, traj.core_state,

@@ -68,6 +68,15 @@ def test_four_devices_default_check_vma_match_one_device(multidevice):
     _assert_runs_match(multidevice, "ppo", "four")
 
 
+@pytest.mark.parametrize("algorithm,run", [("ppo_gaussian", "four"),
+                                           ("impala_gaussian", "four_novma")])
+def test_gaussian_four_devices_match_one_device(multidevice, algorithm, run):
+    """A diagonal Gaussian policy (3-dimensional box actions, the learned log-std a
+    replicated parameter like any other): 3 updates sharded over 4 devices give the params
+    and metrics of one device."""
+    _assert_runs_match(multidevice, algorithm, run)
+
+
 @pytest.mark.parametrize("algorithm,run", [("ppo_lstm", "four"), ("ppo_lstm", "four_micro"),
                                            ("impala_gru", "four")])
 def test_recurrent_four_devices_match_one_device(multidevice_recurrent, algorithm, run):
