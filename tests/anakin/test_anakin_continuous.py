@@ -15,9 +15,9 @@ from tests.helpers import best_return
 from tests.threshold import train_to_return
 
 # configs/pendulum_ppo.py, seeds 0-4 (one num_seeds=5 run, 200 updates): random play
-# scores about -1200 to -1400; the best logged mean return per seed was -241 to -431 and
-# every seed passed -500 by 163,840 env steps (seed 0: -367 at 122,880).
-THRESHOLD = -500.0
+# scores about -1200 to -1400; the best logged mean return per seed was -209 to -293 and
+# every seed passed -400 by 163,840 env steps (seed 0, the test's, at 81,920).
+THRESHOLD = -400.0
 
 
 def one_device_mesh():
