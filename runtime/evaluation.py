@@ -299,7 +299,7 @@ def report(config, args: EvalArgs, evaluation: Evaluation,
            normalize: Normalizer | None = None) -> str:
     """The printed summary: header lines, then the statistics table (with the normalised
     score where ``normalize`` knows the env)."""
-    mode = "greedy (argmax)" if args.greedy else "stochastic (sampled)"
+    mode = "greedy (the mode)" if args.greedy else "stochastic (sampled)"
     returns = evaluation.results.returns
     normalized = normalize(config.env_id, returns) if normalize is not None else None
     lines = [*evaluation.header,
