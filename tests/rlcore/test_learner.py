@@ -24,8 +24,12 @@ TOL = dict(atol=1e-5, rtol=1e-5)
 def _run_script(tmp_path_factory, which):
     """Results of ``multidevice_learner_script.py OUT which`` on 4 forced host devices."""
     out = tmp_path_factory.mktemp("multidevice") / "out.npz"
+    # PYTHONPATH: the script runs as a file, so without it a git worktree's run would import
+    # the packages of the editable install's checkout instead of the worktree's.
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+               JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                        os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, str(SCRIPT), str(out), which], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout + proc.stderr
