@@ -27,7 +27,7 @@ from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
 from rlcore.networks import step_network
-from rlcore.policy import greedy_actions, policy_step
+from rlcore.policy import policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
 from rlcore.types import CoreState, EpisodeSummary
 from runtime.stats import EpisodeResults
@@ -108,7 +108,7 @@ def varying(tree, axis_name: str):
 def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
                        axis_name: str | None = None, initial_core: Callable = no_core):
     """Builds ``evaluate(params, root, env_ids, update) -> EpisodeSummary``: greedy
-    (argmax) episodes, the first one of each env ``env_ids [B]``.
+    (the distribution's mode) episodes, the first one of each env ``env_ids [B]``.
 
     The envs are reset from ``per_env_keys(root, env_ids, update)`` folded with 0, and step
     ``t`` draws with that key folded with ``t + 1`` (``root``: ``Roots.train_eval``, a stream
@@ -129,8 +129,8 @@ def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
             return (c.t < max_steps) & ~jnp.all(c.finished)
 
         def step(c: FirstEpisodes) -> FirstEpisodes:
-            logits, _, core = step_network(apply_fn, params, c.obs, c.core, c.first)
-            return step_first_episodes(env, c, greedy_actions(logits), fold(keys, c.t + 1),
+            dist, _, core = step_network(apply_fn, params, c.obs, c.core, c.first)
+            return step_first_episodes(env, c, dist.mode(), fold(keys, c.t + 1),
                                        core)
 
         c = jax.lax.while_loop(running, step, init)
@@ -170,11 +170,11 @@ def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
 
     Args:
       env: a JaxEnv (one env; vmapped here).
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       params: network parameters (one agent).
       roots: EvaluateRoots of the agent's seed.
       num_episodes: N.
-      greedy: argmax actions instead of samples.
+      greedy: the mode's actions instead of samples.
       initial_core: ``n -> `` a recurrent agent's start state of ``n`` envs.
 
     Returns:

@@ -16,8 +16,9 @@ from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
 from rlcore import normalize
+from rlcore.distributions import distribution_for
 from rlcore.networks import final_values, step_network
-from rlcore.seeding import action_noise, actions_from_noise, per_env_keys, rollout_keys
+from rlcore.seeding import per_env_keys, rollout_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 
 
@@ -88,22 +89,23 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
       state at the rollout's start and the episode starts ``first [T, B]``.
     """
     step_envs = jax.vmap(env.step_drawn)
+    dist_family = distribution_for(env.spec)
     draw = jax.vmap(jax.vmap(env.draw_reset))  # over [T, B] keys
 
     def rollout(params, carry: EnvCarry, roots, env_ids, update):
         action_root, env_root = roots
         # All randomness of the rollout up front, in batched draws outside the loop (the
-        # same keys and draws as taking them step by step; see rlcore.seeding): [T, B, A]
+        # same keys and draws as taking them step by step; see rlcore.seeding): [T, B, ...]
         # action noise, [T, B] env step keys and the episodes that start where one ends.
-        noise = action_noise(rollout_keys(action_root, env_ids, update, num_steps),
-                             env.spec.num_actions)
+        noise = dist_family.noise(rollout_keys(action_root, env_ids, update, num_steps),
+                                  env.spec)
         step_keys, resets = draw(rollout_keys(env_root, env_ids, update, num_steps))
 
         def one_step(carry: EnvCarry, xs):
             action_noise_t, step_key, reset = xs
-            logits, value, core = step_network(apply_fn, params, carry.obs, carry.core,
-                                               carry.first)
-            action = actions_from_noise(action_noise_t, logits)
+            dist, value, core = step_network(apply_fn, params, carry.obs, carry.core,
+                                             carry.first)
+            action = dist.sample_from_noise(action_noise_t)
             state, ts = step_envs(carry.state, action, step_key, reset)
             reward = ts.reward
             if nan_at_update >= 0:
@@ -123,7 +125,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
             record = (
                 Trajectory(
                     obs=carry.obs, action=action, reward=reward, terminated=ts.terminated,
-                    truncated=ts.truncated, behaviour_logits=logits, behaviour_value=value,
+                    truncated=ts.truncated, behaviour_logits=dist.params(), behaviour_value=value,
                     bootstrap_obs=None, first=carry.first, final_value=final_value,
                     discounted_return=discounted_return,
                 ),

@@ -57,7 +57,7 @@ import jax.numpy as jnp
 
 from anakin.rollout import make_rollout_fn, reset_envs
 from anakin.train import AnakinRun, prepare
-from benchmarks.common import format_table, time_calls, timed
+from benchmarks.common import cpu_s_per_1k, format_table, time_calls, timed
 from envs import registry
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
@@ -251,12 +251,6 @@ def bench_size(args, num_envs: int) -> dict:
         "first_call_s": train["first_call_s"], "rollout_s": rollout_s, "update_s": update_s,
         "train_over_parts": train_over_parts(train["update_s"], rollout_s, update_s),
     }
-
-
-def cpu_s_per_1k(cpu_update_s: float, steps_per_update: int) -> float:
-    """Process CPU seconds (all threads) per 1000 env steps, from the CPU seconds of one
-    update of ``steps_per_update`` env steps (mean over the timed calls)."""
-    return 1000.0 * cpu_update_s / steps_per_update
 
 
 def train_over_parts(train_s: float, rollout_s: float, update_s: float) -> float:

@@ -47,3 +47,9 @@ def read_rows(workdir: str) -> list[dict]:
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def cpu_s_per_1k(cpu_s: float, env_steps: int) -> float:
+    """Process CPU seconds (all threads) per 1000 env steps: ``cpu_s`` spent on
+    ``env_steps`` (e.g. one update's mean CPU seconds and its env steps)."""
+    return 1000.0 * cpu_s / env_steps

@@ -12,6 +12,8 @@ In one run, for the splits {one shared device, 1 actor + 1 learner, 1 actor + 3 
   minibatch, the yardstick for the learner's scan (a rolled scan over a conv-net step is
   10x slower on CPU);
 - end-to-end: Sebulba PPO SPS after the first (compiling) update;
+- CPU s / 1k steps, learner-only and end-to-end: this process's CPU seconds (every thread:
+  actors, envs, learner, XLA's pools) per 1000 env steps over the same timed updates;
 - efficiency = end-to-end / min(raw env, learner-only), and the per-stage seconds per
   update (env step, inference, params wait, rollout-queue wait, learner step).
 
@@ -102,12 +104,14 @@ def raw_env_sps(config, seconds: float = 3.0) -> float:
     return sps
 
 
-def learner_only_sps(config, repeats: int) -> float:
-    """Env steps/s the learner step consumes on a synthetic batch of the rollout's shape."""
+def learner_only_sps(config, repeats: int) -> tuple[float, float]:
+    """Env steps/s the learner step consumes on a synthetic batch of the rollout's shape,
+    and the process CPU seconds per 1000 of those env steps."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
+    from benchmarks.common import cpu_s_per_1k
     from sebulba import learner as sl
     from sebulba.train import SebulbaRun
 
@@ -140,11 +144,12 @@ def learner_only_sps(config, repeats: int) -> float:
     copy = lambda: jax.tree.map(jnp.copy, traj)  # the step donates nothing but its state
     state, out = run.learner_step(state, copy(), episodes, jnp.int32(0))
     jax.block_until_ready(out)
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     for u in range(repeats):
         state, out = run.learner_step(state, traj, episodes, jnp.int32(u + 1))
     jax.block_until_ready(out)
-    return t * b * repeats / (time.perf_counter() - start)
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu0
+    return t * b * repeats / seconds, cpu_s_per_1k(cpu_s, t * b * repeats)
 
 
 def plain_step_samples_per_s(config, repeats: int = 5) -> float:
@@ -189,16 +194,23 @@ def plain_step_samples_per_s(config, repeats: int = 5) -> float:
 
 
 def end_to_end(config):
-    """Sebulba PPO SPS after the first update, and mean per-stage seconds per update."""
+    """Sebulba PPO after the first update: SPS, process CPU seconds per 1000 env steps, and
+    mean per-stage seconds per update. The CPU clock starts as the learner takes the second
+    update's batch (the first compiled) and stops when training returns."""
+    from benchmarks.common import cpu_s_per_1k
     from sebulba.train import prepare, train
 
     prepare(config)
-    rows = train(config, None)
+    cpu_at = {}
+    rows = train(config, None,
+                 on_batch=lambda u, batch: cpu_at.setdefault(u, time.process_time()))
+    cpu_s = time.process_time() - cpu_at[1]
     first, last = rows[0], rows[-1]
-    sps = (last["env_steps"] - first["env_steps"]) / (last["wall_time"] - first["wall_time"])
+    steps = last["env_steps"] - first["env_steps"]
+    sps = steps / (last["wall_time"] - first["wall_time"])
     stages = {k[len("time/"):-2]: sum(r[k] for r in rows[1:]) / len(rows[1:])
               for k in rows[-1] if k.startswith("time/")}
-    return sps, stages
+    return sps, cpu_s_per_1k(cpu_s, steps), stages
 
 
 def main(argv=None):
@@ -213,19 +225,20 @@ def main(argv=None):
         for core in cores:
             config = make_config(args, split, core)
             name = split if core == "none" else f"{split}+{core}"
-            learn_sps = learner_only_sps(config, args.updates)
+            learn_sps, learn_cpu = learner_only_sps(config, args.updates)
             if plain is None:
                 plain = plain_step_samples_per_s(config)
-            e2e, stages = end_to_end(config)
+            e2e, e2e_cpu, stages = end_to_end(config)
             eff = e2e / min(env_sps, learn_sps)
-            table.append([name, f"{env_sps:,.0f}", f"{learn_sps:,.0f}", f"{e2e:,.0f}",
-                          f"{eff:.2f}"])
+            table.append([name, f"{env_sps:,.0f}", f"{learn_sps:,.0f}", f"{learn_cpu:.3f}",
+                          f"{e2e:,.0f}", f"{e2e_cpu:.3f}", f"{eff:.2f}"])
             stage_rows.append([name] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
     print(f"{args.env_id}, {args.network}, {args.num_envs} envs x {args.num_steps} steps, "
           f"{args.num_actor_threads} actor threads, {args.num_epochs} epochs x "
           f"{args.num_minibatches} minibatches")
-    print(format_table(["split", "raw env SPS", "learner-only SPS", "end-to-end SPS",
-                        "efficiency"], table))
+    print(format_table(["split", "raw env SPS", "learner-only SPS",
+                        "learner-only CPU s / 1k steps", "end-to-end SPS",
+                        "end-to-end CPU s / 1k steps", "efficiency"], table))
     print(f"plain jitted PPO step, one minibatch: {plain:,.0f} samples/s "
           f"(learner-only x epochs = {float(table[0][2].replace(',', '')) * args.num_epochs:,.0f}"
           " samples/s on the first split)")

@@ -22,6 +22,13 @@ Truncation: ``truncated = (envpool's truncated | elapsed_step >= max_episode_ste
 ~terminated`` with ``max_episode_steps`` read from the pool's config (500 for CartPole-v1 and
 Acrobot-v1, 27000 agent steps for Atari).
 
+Continuous control (MuJoCo ``-v4`` ids: ``HalfCheetah-v4``, ``Hopper-v4``, ``Ant-v4``, ...):
+the spec carries the action size and bounds, every action is clipped to the bounds before
+the step (the policy's Gaussian samples are unbounded; CleanRL's continuous PPO clips the
+same way), and EnvPool's float64 observations are cast to float32. Rendering MuJoCo needs an
+OpenGL context: on a host without one (this project's CPU host) EnvPool aborts the process
+in ``render``, so there is no MuJoCo video here.
+
 Atari ``-v5`` defaults follow the Cleanba paper (``ATARI_DEFAULTS``; any can be overridden).
 Rewards are clipped to {-1, 0, 1} for training (``reward_clip=True``), but the episode
 statistics sum EnvPool's ``info["reward"]``, the unclipped game score.
@@ -54,6 +61,8 @@ ATARI_DEFAULTS: dict[str, Any] = dict(
 )
 
 CLASSIC_CONTROL_IDS = ("CartPole-v1", "Acrobot-v1")
+MUJOCO_IDS = ("HalfCheetah-v4", "Hopper-v4", "Walker2d-v4", "Ant-v4", "Humanoid-v4",
+              "Swimmer-v4", "InvertedPendulum-v4", "InvertedDoublePendulum-v4", "Reacher-v4")
 
 
 def is_atari(env_id: str) -> bool:
@@ -63,10 +72,12 @@ def is_atari(env_id: str) -> bool:
 
 
 def host_env_ids() -> list[str]:
-    """EnvPool ids this adapter accepts: Atari ``-v5`` and the discrete classic-control ids."""
+    """EnvPool ids this adapter accepts: the discrete classic-control ids, Atari ``-v5`` and
+    the MuJoCo ``-v4`` ids (continuous)."""
     all_ids = _envpool.list_all_envs()
     atari = [i for i in all_ids if i.endswith("-v5") and is_atari(i)]
-    return [i for i in CLASSIC_CONTROL_IDS if i in all_ids] + atari
+    return ([i for i in CLASSIC_CONTROL_IDS if i in all_ids] + atari
+            + [i for i in MUJOCO_IDS if i in all_ids])
 
 
 def _by_env_id(rows: np.ndarray, env_id: np.ndarray, num_envs: int) -> np.ndarray:
@@ -125,11 +136,21 @@ class EnvPoolEnv:
         self.num_envs = num_envs
         self.first_env_index = first_env_index
         self.max_episode_steps = int(self._env.spec.config.max_episode_steps)
-        self.spec = EnvSpec(
-            obs_shape=tuple(obs_space.shape),
-            obs_dtype=np.dtype(obs_space.dtype).name,
-            num_actions=int(self._env.action_space.n),
-        )
+        action_space = self._env.action_space
+        self._obs_dtype = np.dtype(obs_space.dtype)
+        if self._obs_dtype == np.float64:  # MuJoCo: float32 is what the networks take
+            self._obs_dtype = np.dtype(np.float32)
+        self._bounds = None
+        if hasattr(action_space, "n"):
+            actions: dict[str, Any] = dict(num_actions=int(action_space.n))
+        else:  # a Box
+            low = np.asarray(action_space.low, np.float32).reshape(-1)
+            high = np.asarray(action_space.high, np.float32).reshape(-1)
+            self._bounds = (low, high)
+            actions = dict(num_actions=low.size, action_low=tuple(map(float, low)),
+                           action_high=tuple(map(float, high)))
+        self.spec = EnvSpec(obs_shape=tuple(obs_space.shape), obs_dtype=self._obs_dtype.name,
+                            **actions)
         self.stats: EpisodeStats = host_initial_stats(num_envs)
 
     def render(self, env_ids=(0,)) -> np.ndarray:
@@ -145,7 +166,8 @@ class EnvPoolEnv:
           terminated and truncated ``[num_envs]`` bool False.
         """
         obs, info = self._env.reset()
-        obs = _by_env_id(obs, np.asarray(info["env_id"]), self.num_envs)
+        obs = _by_env_id(obs, np.asarray(info["env_id"]), self.num_envs).astype(
+            self._obs_dtype, copy=False)
         completed = (self.stats.completed_return, self.stats.completed_length)
         self.stats = host_initial_stats(self.num_envs).replace(
             completed_return=completed[0], completed_length=completed[1]
@@ -163,7 +185,8 @@ class EnvPoolEnv:
         """Steps every env; ended envs are reset in the same step.
 
         Args:
-          actions: ``[num_envs]`` int actions.
+          actions: ``[num_envs]`` int actions, or ``[num_envs, D]`` float ones (a box; clipped
+            to the bounds here).
 
         Returns:
           TimeStep: obs ``[num_envs, *obs_shape]`` (the next episode's first obs where the
@@ -171,13 +194,16 @@ class EnvPoolEnv:
           terminated and truncated ``[num_envs]`` bool, never both true; ``final_obs``
           the obs before the reset (the ended episodes' last observations).
         """
-        actions = np.asarray(actions, np.int32)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions: expected shape {(self.num_envs,)}, got {actions.shape}")
+        actions = np.asarray(actions, self.spec.action_dtype)
+        expected = (self.num_envs, *self.spec.action_shape)
+        if actions.shape != expected:
+            raise ValueError(f"actions: expected shape {expected}, got {actions.shape}")
+        if self._bounds is not None:
+            actions = np.clip(actions, *self._bounds)
         obs, reward, terminated, truncated, info = self._env.step(actions)
         env_id = np.asarray(info["env_id"])
         order = lambda x: _by_env_id(np.asarray(x), env_id, self.num_envs)
-        obs = order(obs)
+        obs = order(obs).astype(self._obs_dtype, copy=False)
         reward = order(reward).astype(np.float32)
         terminated = order(terminated).astype(bool)
         elapsed = order(info["elapsed_step"])

@@ -1,4 +1,9 @@
-"""JaxEnv adapter over any discrete-action gymnax env (CartPole-v1, Breakout-MinAtar, ...).
+"""JaxEnv adapter over any gymnax env (CartPole-v1, Breakout-MinAtar, Pendulum-v1, ...).
+
+Discrete action spaces give ``EnvSpec(num_actions=n)``; a ``Box`` gives ``num_actions = D``
+and its bounds (``action_low``, ``action_high``), and the adapter clips every action to the
+bounds before the env steps (the policy samples unbounded Gaussian actions and learns from
+the log-probabilities of the unclipped samples, as CleanRL's continuous PPO).
 
 Truncation and termination (gymnax >= 1.0, checked at construction): ``step_env`` returns the
 env's *natural* termination only (``is_terminated``: pole fell, ball lost, ...); the time limit
@@ -25,6 +30,7 @@ from typing import Any
 import gymnax as _gymnax
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment as _gymnax_environment
 from gymnax.environments import spaces as _gymnax_spaces
 
@@ -37,13 +43,14 @@ class GymnaxEnv(AutoResetJaxEnv):
     """One gymnax env behind the JaxEnv protocol (pure, jittable; ``vmap`` for a batch).
 
     Args:
-      env_id: a discrete-action id of ``gymnax.registered_envs``, e.g. ``"CartPole-v1"``.
+      env_id: an id of ``gymnax.registered_envs``, e.g. ``"CartPole-v1"``.
       **param_overrides: fields of the env's ``EnvParams`` to replace, e.g.
         ``max_steps_in_episode=10``.
 
     Attributes:
       spec: EnvSpec with the gymnax obs shape, ``obs_dtype="float32"`` (ints and MinAtar
-        boards are cast), and the number of actions.
+        boards are cast), and the number of actions (discrete) or the action size and
+        bounds (a box).
     """
 
     def __init__(self, env_id: str, **param_overrides: Any):
@@ -58,13 +65,20 @@ class GymnaxEnv(AutoResetJaxEnv):
                 raise ConfigError(f"env_id: {env_id} has no env params {unknown}")
             params = params.replace(**param_overrides)
         action_space = env.action_space(params)
-        if not isinstance(action_space, _gymnax_spaces.Discrete):
-            raise ConfigError(f"env_id: {env_id} has continuous actions; need discrete")
         obs = jax.eval_shape(lambda k: env.reset_env(k, params)[0], jax.random.key(0))
         self.env_id = env_id
-        self.spec = EnvSpec(
-            obs_shape=tuple(obs.shape), obs_dtype="float32", num_actions=int(action_space.n)
-        )
+        self._bounds = None
+        if isinstance(action_space, _gymnax_spaces.Discrete):
+            actions: dict[str, Any] = dict(num_actions=int(action_space.n))
+        else:  # a Box
+            shape = (int(np.prod(action_space.shape)),)
+            low = np.broadcast_to(np.asarray(action_space.low, np.float32), shape)
+            high = np.broadcast_to(np.asarray(action_space.high, np.float32), shape)
+            self._bounds = (jnp.asarray(low), jnp.asarray(high))
+            self._action_shape = tuple(action_space.shape)
+            actions = dict(num_actions=shape[0], action_low=tuple(float(x) for x in low),
+                           action_high=tuple(float(x) for x in high))
+        self.spec = EnvSpec(obs_shape=tuple(obs.shape), obs_dtype="float32", **actions)
         self._env = env
         self._params = params
 
@@ -80,7 +94,11 @@ class GymnaxEnv(AutoResetJaxEnv):
     def _step_inner(
         self, inner: Any, action: jax.Array, key: jax.Array
     ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array]:
+        if self._bounds is not None:  # a box: clip the unbounded sample
+            action = jnp.clip(action, *self._bounds).reshape(self._action_shape)
         obs, inner, reward, terminated, _ = self._env.step_env(key, inner, action, self._params)
+        if self._bounds is not None:  # some boxes return the reward as [1]
+            reward = jnp.reshape(reward, ())
         terminated = jnp.asarray(terminated, jnp.bool_)
         truncated = jnp.asarray(self._env.is_truncated(inner, self._params), jnp.bool_)
         return jnp.asarray(obs, jnp.float32), inner, reward, terminated, truncated & ~terminated

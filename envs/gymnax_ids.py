@@ -29,3 +29,10 @@ CONTINUOUS_GYMNAX_IDS = frozenset(
 def discrete_gymnax_ids() -> list[str]:
     """Registered gymnax ids with discrete actions, in gymnax's order."""
     return [i for i in REGISTERED_IDS if i not in CONTINUOUS_GYMNAX_IDS]
+
+
+def jax_gymnax_ids() -> list[str]:
+    """The gymnax ids the adapter runs: the discrete ones, then ``Pendulum-v1`` and
+    ``MountainCarContinuous-v0`` (the continuous ones checked here; the ``-misc`` boxes are
+    not)."""
+    return discrete_gymnax_ids() + ["Pendulum-v1", "MountainCarContinuous-v0"]

@@ -95,7 +95,7 @@ def step_batch(
       root_keys: ``[n]`` root keys.
       counter: ``[]`` int call counter.
       state: JaxEnvState ``[n, ...]``.
-      actions: ``[n]`` int32.
+      actions: ``[n]`` int32 or ``[n, D]`` float32.
 
     Returns:
       ``(state, TimeStep)`` with leaves ``[n, ...]``.
@@ -155,7 +155,8 @@ class JaxHostEnv:
         """Steps every env in one jitted call; ended envs are reset in the same step.
 
         Args:
-          actions: ``[num_envs]`` int actions in ``[0, spec.num_actions)``.
+          actions: ``[num_envs]`` int actions in ``[0, spec.num_actions)``, or ``[num_envs,
+            D]`` float ones for a box (the JaxEnv clips them).
 
         Returns:
           TimeStep: obs ``[num_envs, *obs_shape]`` (the next episode's first obs where the
@@ -166,10 +167,12 @@ class JaxHostEnv:
         if self._state is None:
             raise RuntimeError("JaxHostEnv: call reset() before step()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions: expected shape {(self.num_envs,)}, got {actions.shape}")
-        actions = actions.astype(np.int32)
-        if actions.min() < 0 or actions.max() >= self.spec.num_actions:
+        expected = (self.num_envs, *self.spec.action_shape)
+        if actions.shape != expected:
+            raise ValueError(f"actions: expected shape {expected}, got {actions.shape}")
+        actions = actions.astype(self.spec.action_dtype)
+        if not self.spec.action_shape and (actions.min() < 0
+                                           or actions.max() >= self.spec.num_actions):
             raise ValueError(f"actions: must be in [0, {self.spec.num_actions}), got {actions}")
         inputs = jax.device_put((np.int32(self._counter), actions), self._device)
         self._state, ts = self._step_fn(self._root_keys, inputs[0], self._state, inputs[1])

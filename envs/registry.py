@@ -80,9 +80,9 @@ class Resolved(NamedTuple):
 def library_ids(library: str) -> tuple[str, ...]:
     """The names ``library`` has (EnvPool's: empty where EnvPool is not installed)."""
     if library == GYMNAX:
-        from envs.gymnax_ids import discrete_gymnax_ids
+        from envs.gymnax_ids import jax_gymnax_ids
 
-        return tuple(discrete_gymnax_ids())
+        return tuple(jax_gymnax_ids())
     if library == OWN:
         return tuple(OWN_ENVS)
     try:
@@ -93,7 +93,7 @@ def library_ids(library: str) -> tuple[str, ...]:
 
 
 def jax_env_ids() -> tuple[str, ...]:
-    """Bare ids of the jittable envs: discrete gymnax ids, then own ones (``Catch-own``)."""
+    """Bare ids of the jittable envs: gymnax ids, then own ones (``Catch-own``)."""
     return (*library_ids(GYMNAX), *(n + OWN_SUFFIX for n in library_ids(OWN)))
 
 
@@ -146,7 +146,7 @@ def resolve(env_id: str, mode: str) -> Resolved:
       ``CartPole-v1`` in Sebulba, ``("gymnax", "CartPole-v1")`` in Anakin.
 
     Raises:
-      ConfigError: ``env_id`` is unknown, has continuous actions, or names an EnvPool env
+      ConfigError: ``env_id`` is unknown, is a gymnax box env not run here, or names an EnvPool env
         in Anakin; the message lists close matches.
     """
     if mode not in (ANAKIN, SEBULBA):
@@ -167,7 +167,8 @@ def _unknown(env_id: str, mode: str) -> ConfigError:
 
     prefix, name = split_prefix(env_id)
     if prefix in (None, GYMNAX) and name in CONTINUOUS_GYMNAX_IDS:
-        return ConfigError(f"env_id: '{env_id}' has continuous actions; need discrete")
+        return ConfigError(f"env_id: '{env_id}' is a continuous gymnax env not supported; "
+                           f"continuous gymnax ids: Pendulum-v1, MountainCarContinuous-v0")
     matches = ", ".join(_close(env_id, accepted_ids(mode))) or "none"
     return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
 
@@ -350,8 +351,16 @@ def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]
 def render_overrides(env_id: str, mode: str) -> dict[str, Any]:
     """The ``make_host_env`` options that make the env of ``env_id`` render RGB frames
     itself (EnvPool: ``render_mode="rgb_array"``); ``{}`` for envs that do not render (their
-    frames are drawn from the observations, ``obs_frame_fn``)."""
-    return dict(RENDER_OVERRIDES.get(resolve(env_id, mode).library, {}))
+    frames are drawn from the observations, ``obs_frame_fn``). EnvPool's MuJoCo envs are
+    not asked to render: that needs an OpenGL context, and without one (this project's CPU
+    host) EnvPool aborts the process; their videos show the observation as bars."""
+    library, name = resolve(env_id, mode)
+    if library == ENVPOOL:
+        from envs import envpool as envpool_adapter
+
+        if name in envpool_adapter.MUJOCO_IDS:
+            return {}
+    return dict(RENDER_OVERRIDES.get(library, {}))
 
 
 def obs_frame_fn(env_id: str, mode: str, env) -> Callable:

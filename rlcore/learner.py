@@ -187,7 +187,7 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
 
     Args:
       algorithm: the algorithm (``split_ready``, ``loss``, ``loss_reduction``).
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       params: network parameters (per-device copies inside ``shard_map``).
       batch: a minibatch record, leaves ``[T, b, ...]`` (``take_envs``), ``b`` a multiple
         of ``microbatches``.
@@ -195,7 +195,7 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
       axis_name: device axis the minibatch is split over, or None.
     """
     ready, chunk_algorithm = algorithm.split_ready(batch, axis_name)
-    b = ready.action.shape[1]
+    b = ready.obs.shape[1]
     grad_fn = jax.value_and_grad(
         lambda p, chunk: chunk_algorithm.loss(p, apply_fn, chunk, axis_name), has_aux=True)
 
@@ -229,7 +229,7 @@ def make_update_fn(
 
     Args:
       algorithm: an ``rlcore.algorithms`` object (``prepare`` and ``loss``).
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       optimizer: optax transformation (see ``rlcore.optim``).
       num_epochs: passes over the rollout.
       num_minibatches: minibatches per pass, splitting the env axis.
@@ -253,7 +253,7 @@ def make_update_fn(
 
     def update(state: LearnerState, trajectory: Trajectory, key):
         data = algorithm.prepare(state.params, apply_fn, trajectory)
-        num_steps, num_local_envs = trajectory.action.shape
+        num_steps, num_local_envs = trajectory.reward.shape
         if minibatch == SAMPLES:
             idx = sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches,
                                            num_epochs, axis_name)

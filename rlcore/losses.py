@@ -1,9 +1,11 @@
 """PPO and IMPALA losses, pure functions of params and a time-major minibatch.
 
-Both take ``apply_fn(params, obs) -> (logits, value)`` with ``obs`` ``[N, *obs_shape]``,
-``logits`` ``[N, A]`` and ``value`` ``[N]``, and return ``(loss, LossMetrics)``. For a
-recurrent network (the minibatch carries a ``core_state``) ``apply_fn`` is its sequence
-apply, ``(params, obs [T, b, ...], core [b, H], first [T, b]) -> (logits, value, core)``,
+Both take ``apply_fn(params, obs) -> (dist, value)`` with ``obs`` ``[N, *obs_shape]``,
+``dist`` an action distribution of batch ``[N]`` (``rlcore.distributions``: categorical or
+diagonal Gaussian; the behaviour policy's is rebuilt from the stored parameters with the
+same family's ``from_params``) and ``value`` ``[N]``, and return ``(loss, LossMetrics)``.
+For a recurrent network (the minibatch carries a ``core_state``) ``apply_fn`` is its sequence
+apply, ``(params, obs [T, b, ...], core [b, H], first [T, b]) -> (dist, value, core)``,
 and the losses re-run the core over each whole sequence from the stored start state
 (``rlcore.networks.unroll_network``): truncated backpropagation through the rollout.
 """
@@ -26,8 +28,9 @@ class PPOBatch:
 
     Attributes:
       obs: ``[T, b, *obs_shape]``.
-      action: ``[T, b]`` int32.
-      behaviour_logits: ``[T, b, A]`` logits of the acting policy (the "old" policy).
+      action: ``[T, b]`` int32 or ``[T, b, D]`` float32 (see ``Trajectory``).
+      behaviour_logits: ``[T, b, P]`` distribution parameters of the acting policy (the
+        "old" policy; ``Trajectory.behaviour_logits``).
       old_value: ``[T, b]`` value estimates the targets were built from (for value clipping).
       advantages: ``[T, b]`` GAE advantages (not normalised).
       targets: ``[T, b]`` value targets.
@@ -104,7 +107,8 @@ def _flatten_time(x):
 
 def _apply_time_major(params, apply_fn, obs, core_state=None, first=None):
     """Network on ``[T, b, *obs_shape]`` (a recurrent one from ``core_state [b, H]`` with
-    episode starts ``first [T, b]``); returns ``[T, b, A]`` logits, ``[T, b]`` values."""
+    episode starts ``first [T, b]``); returns the distribution (batch ``[T, b]``) and
+    ``[T, b]`` values."""
     return unroll_network(apply_fn, params, obs, core_state, first)
 
 
@@ -119,12 +123,12 @@ def with_bootstrap(trajectory: Trajectory):
     return obs_all, jnp.concatenate([trajectory.first, done[None]], axis=0)
 
 
-def _log_prob_entropy(logits, action):
-    """Log-probabilities of ``action`` ``[...]`` and entropies under ``logits`` ``[..., A]``."""
-    log_p = jax.nn.log_softmax(logits)
-    log_pa = jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0]
-    entropy = -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
-    return log_pa, entropy
+def _log_probs(dist, behaviour_params, action):
+    """``(log pi(a), log mu(a), H(pi))``, each ``[T, b]``: the current policy ``dist``, the
+    behaviour policy of the same family rebuilt from ``behaviour_params [T, b, P]``."""
+    old_log_pa = type(dist).from_params(behaviour_params).log_prob(action)
+    log_pa, entropy = dist.log_prob_entropy(action)
+    return log_pa, old_log_pa, entropy
 
 
 def _mean(x, axis_name):
@@ -162,7 +166,7 @@ def ppo_loss(
 
     Args:
       params: network parameters.
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       batch: PPOBatch with leaves ``[T, b, ...]``.
       clip_eps: surrogate (and value) clipping range.
       vf_coef: value-loss coefficient.
@@ -175,13 +179,12 @@ def ppo_loss(
       ``(loss, LossMetrics)``; the loss is this device's share (mean over local elements),
       so averaging gradients over ``axis_name`` gives the gradient of the global mean.
     """
-    chex.assert_rank([batch.action, batch.old_value, batch.advantages, batch.targets], 2)
-    chex.assert_equal_shape([batch.action, batch.old_value, batch.advantages, batch.targets])
+    chex.assert_rank([batch.old_value, batch.advantages, batch.targets], 2)
+    chex.assert_equal_shape([batch.old_value, batch.advantages, batch.targets])
+    chex.assert_equal_shape_prefix([batch.action, batch.old_value], 2)
     chex.assert_rank(batch.behaviour_logits, 3)
-    logits, value = _apply_time_major(params, apply_fn, batch.obs, batch.core_state,
-                                      batch.first)
-    log_pa, entropy = _log_prob_entropy(logits, batch.action)
-    old_log_pa, _ = _log_prob_entropy(batch.behaviour_logits, batch.action)
+    dist, value = _apply_time_major(params, apply_fn, batch.obs, batch.core_state, batch.first)
+    log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_logits, batch.action)
     log_ratio = log_pa - old_log_pa
     ratio = jnp.exp(log_ratio)
 
@@ -228,7 +231,7 @@ def impala_loss(
 
     Args:
       params: network parameters.
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       trajectory: Trajectory with leaves ``[T, b, ...]`` and ``bootstrap_obs`` ``[b, ...]``.
       discount: gamma.
       vf_coef: baseline-loss coefficient.
@@ -242,15 +245,16 @@ def impala_loss(
       ``(loss, LossMetrics)``: the summed loss (also ``LossMetrics.total``); the other
       metrics are means over this device's ``T * b`` elements.
     """
-    chex.assert_rank([trajectory.action, trajectory.reward], 2)
-    chex.assert_equal_shape([trajectory.action, trajectory.reward, trajectory.terminated])
-    t, b = trajectory.action.shape
+    chex.assert_rank(trajectory.reward, 2)
+    chex.assert_equal_shape([trajectory.reward, trajectory.terminated])
+    chex.assert_equal_shape_prefix([trajectory.action, trajectory.reward], 2)
+    t, b = trajectory.reward.shape
     obs_all, first_all = with_bootstrap(trajectory)
-    logits_all, value_all = _apply_time_major(params, apply_fn, obs_all,
-                                              trajectory.core_state, first_all)
-    logits, value_tm1 = logits_all[:t], value_all[:t]
-    log_pa, entropy = _log_prob_entropy(logits, trajectory.action)
-    mu_log_pa, _ = _log_prob_entropy(trajectory.behaviour_logits, trajectory.action)
+    dist_all, value_all = _apply_time_major(params, apply_fn, obs_all, trajectory.core_state,
+                                            first_all)
+    dist, value_tm1 = jax.tree.map(lambda x: x[:t], dist_all), value_all[:t]
+    log_pa, mu_log_pa, entropy = _log_probs(dist, trajectory.behaviour_logits,
+                                            trajectory.action)
     log_rhos = log_pa - mu_log_pa
 
     inputs = returns.step_inputs(

@@ -1,4 +1,6 @@
-"""Actor-critic networks: ``obs -> (logits, value)``.
+"""Actor-critic networks: ``obs -> (dist, value)``, ``dist`` an action distribution of
+``rlcore.distributions`` (the family the network was built with: ``make_network`` takes it
+from the env's action space).
 
 - ``MLPActorCritic``: separate 2x64 tanh actor and critic, orthogonal init (sqrt 2 hidden,
   0.01 policy head, 1.0 value head), as in PureJaxRL / CleanRL.
@@ -15,13 +17,14 @@
 Image networks take uint8 frame stacks ``[N, C, H, W]`` (EnvPool layout), scale to [0, 1]
 and move channels last. Their convolutions are ``Conv``: ``nn.Conv``'s params, init and
 function, computed by XLA's convolution or (``conv_form="gemm"``) as one GEMM over
-``patches``. All take a batch ``[N, *obs_shape]`` and return ``logits``
-``[N, A]`` and ``value`` ``[N]``.
+``patches``. All take a batch ``[N, *obs_shape]`` and return ``dist`` (batch ``[N]``) and
+``value`` ``[N]``. The policy head is one dense layer ``policy`` (A logits, or the D means of
+a Gaussian, whose state-independent log-std is the network's parameter ``log_std [D]``).
 
 Recurrent agents (``make_network(..., recurrent="lstm" | "gru")``): any of these torsos
 (without its heads), then an LSTM or GRU cell (flax's ``OptimizedLSTMCell`` / ``GRUCell``),
 then the policy and value heads: ``RecurrentActorCritic``, a sequence in and a sequence out,
-``(obs [T, N, ...], core [N, H], first [T, N]) -> (logits [T, N, A], value [T, N], core
+``(obs [T, N, ...], core [N, H], first [T, N]) -> (dist [T, N], value [T, N], core
 [N, H])``. The core restarts from zeros (not a learned state) at the first step of every
 episode, inside the step. ``step_network`` (one acting step, carry in and carry out) and
 ``unroll_network`` (a whole sequence, in the losses) are the two ways the modes and losses
@@ -37,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlcore.distributions import Categorical, distribution_for
 from rlcore.types import CoreState, EnvSpec
 
 
@@ -44,22 +48,32 @@ def _ortho(scale):
     return nn.initializers.orthogonal(scale)
 
 
+def policy_head(module: nn.Module, h):
+    """The policy head of ``module`` (inside its compact call; it has ``num_actions`` and
+    ``distribution``): dense ``policy`` on ``h [N, F]``, orthogonal init 0.01, made into
+    the distribution (batch ``[N]``)."""
+    out = nn.Dense(module.num_actions, kernel_init=_ortho(0.01), name="policy")(h)
+    return module.distribution.from_head(module, out)
+
+
 class _Heads(nn.Module):
-    """Policy and value heads on a shared torso output ``[N, D]``."""
+    """Policy and value heads on a shared torso output ``[N, F]``."""
 
     num_actions: int
+    distribution: Any = Categorical  # a class of rlcore.distributions
 
     @nn.compact
     def __call__(self, h):
-        logits = nn.Dense(self.num_actions, kernel_init=_ortho(0.01), name="policy")(h)
+        dist = policy_head(self, h)
         value = nn.Dense(1, kernel_init=_ortho(1.0), name="value")(h)
-        return logits, value[..., 0]
+        return dist, value[..., 0]
 
 
 class MLPActorCritic(nn.Module):
-    """Separate tanh MLP actor and critic. ``obs [N, ...] -> (logits [N, A], value [N])``."""
+    """Separate tanh MLP actor and critic. ``obs [N, ...] -> (dist [N], value [N])``."""
 
     num_actions: int
+    distribution: Any = Categorical  # a class of rlcore.distributions
     hidden: Sequence[int] = (64, 64)
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
     takes_frames: ClassVar[bool] = False  # any observation shape, flattened
@@ -75,9 +89,9 @@ class MLPActorCritic(nn.Module):
             v = nn.tanh(nn.Dense(width, kernel_init=_ortho(np.sqrt(2)), name=f"critic_{i}")(v))
         if not self.heads:
             return a
-        logits = nn.Dense(self.num_actions, kernel_init=_ortho(0.01), name="policy")(a)
+        dist = policy_head(self, a)
         value = nn.Dense(1, kernel_init=_ortho(1.0), name="value")(v)
-        return logits, value[..., 0]
+        return dist, value[..., 0]
 
 
 def _frames_nhwc(obs):
@@ -167,6 +181,7 @@ class NatureCNN(nn.Module):
     num_actions: int
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
     conv_form: str = "xla"  # Conv.form
+    distribution: Any = Categorical  # a class of rlcore.distributions
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
@@ -177,7 +192,7 @@ class NatureCNN(nn.Module):
                              form=self.conv_form, name=f"Conv_{i}")(x))
         x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(512, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions)(x) if self.heads else x
+        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
 
 
 class _ResidualBlock(nn.Module):
@@ -201,6 +216,7 @@ class ImpalaResNet(nn.Module):
     dense: int = 256
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
     conv_form: str = "xla"  # Conv.form
+    distribution: Any = Categorical  # a class of rlcore.distributions
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
@@ -213,7 +229,7 @@ class ImpalaResNet(nn.Module):
             x = _ResidualBlock(ch, self.conv_form, name=f"_ResidualBlock_{2 * i + 1}")(x)
         x = nn.relu(x).reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions)(x) if self.heads else x
+        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
 
 
 class MinAtarCNN(nn.Module):
@@ -223,6 +239,7 @@ class MinAtarCNN(nn.Module):
     features: int = 16
     dense: int = 128
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
+    distribution: Any = Categorical  # a class of rlcore.distributions
     takes_frames: ClassVar[bool] = False
     obs_ndim: ClassVar[int] = 3  # [H, W, C] grids (gymnax MinAtar layout)
 
@@ -235,7 +252,7 @@ class MinAtarCNN(nn.Module):
         x = nn.relu(nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x))
         x = x.reshape((x.shape[0], -1))
         x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions)(x) if self.heads else x
+        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
 
 
 # name -> module class; the config's ``network`` choices.
@@ -270,23 +287,25 @@ class _ResetCell(nn.Module):
 class RecurrentActorCritic(nn.Module):
     """A torso, an LSTM or GRU core and the policy and value heads, over whole sequences.
 
-    ``(obs [T, N, *obs_shape], core CoreState [N, H], first [T, N] bool) -> (logits
-    [T, N, A], value [T, N], core [N, H])``: the torso runs on all ``T * N`` observations at
+    ``(obs [T, N, *obs_shape], core CoreState [N, H], first [T, N] bool) -> (dist
+    [T, N], value [T, N], core [N, H])``: the torso runs on all ``T * N`` observations at
     once, the cell is scanned along time (its state set to zeros before step ``t`` where
     ``first[t]``), the heads run on all outputs at once. One acting step is ``T = 1``
     (``step_network``).
 
     Attributes:
       torso: a network of ``NETWORKS`` built with ``heads=False``: ``[N, ...] -> [N, D]``.
-      num_actions: A.
+      num_actions: A (or D).
       cell: ``"lstm"`` or ``"gru"``.
       hidden_size: H.
+      distribution: the head's class of ``rlcore.distributions``.
     """
 
     torso: nn.Module
     num_actions: int
     cell: str
     hidden_size: int
+    distribution: Any = Categorical
 
     @nn.compact
     def __call__(self, obs, core: CoreState, first):
@@ -295,8 +314,9 @@ class RecurrentActorCritic(nn.Module):
         scan = nn.scan(_ResetCell, variable_broadcast="params", split_rngs={"params": False})
         core, y = scan(self.cell, self.hidden_size, name="core")(
             core, x.reshape((t, n, x.shape[-1])), first)
-        logits, value = _Heads(self.num_actions, name="heads")(y.reshape((t * n, -1)))
-        return logits.reshape((t, n, -1)), value.reshape((t, n)), core
+        dist, value = _Heads(self.num_actions, self.distribution, name="heads")(
+            y.reshape((t * n, -1)))
+        return _split_rows(dist, t, n), value.reshape((t, n)), core
 
     def initial_core(self, n: int) -> CoreState:
         """The zero state of ``n`` envs: leaves ``[n, H]`` float32."""
@@ -304,16 +324,23 @@ class RecurrentActorCritic(nn.Module):
         return CoreState(h=zeros, c=zeros if self.cell == "lstm" else None)
 
 
+def _split_rows(tree, t: int, n: int):
+    """Leaves ``[t * n, ...] -> [t, n, ...]`` (a distribution or an array)."""
+    return jax.tree.map(lambda x: x.reshape((t, n) + x.shape[1:]), tree)
+
+
 def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
                  hidden_size: int = 128) -> nn.Module:
-    """Returns the network ``name`` (a key of ``NETWORKS``) for ``spec``'s action count; with
-    ``recurrent`` ``"lstm"`` or ``"gru"`` that network's torso in a ``RecurrentActorCritic``
-    whose core has ``hidden_size`` units."""
+    """Returns the network ``name`` (a key of ``NETWORKS``) for ``spec``'s action space (its
+    distribution: ``rlcore.distributions.distribution_for``); with ``recurrent`` ``"lstm"``
+    or ``"gru"`` that network's torso in a ``RecurrentActorCritic`` whose core has
+    ``hidden_size`` units."""
+    dist = distribution_for(spec)
     if recurrent == NO_CORE:
-        return NETWORKS[name](num_actions=spec.num_actions)
+        return NETWORKS[name](num_actions=spec.num_actions, distribution=dist)
     return RecurrentActorCritic(torso=NETWORKS[name](num_actions=spec.num_actions, heads=False),
                                 num_actions=spec.num_actions, cell=recurrent,
-                                hidden_size=hidden_size)
+                                hidden_size=hidden_size, distribution=dist)
 
 
 def initial_core(network: nn.Module, n: int) -> CoreState | None:
@@ -345,13 +372,13 @@ def step_network(apply_fn: Callable, params, obs, core: CoreState | None, first)
       first: ``[N]`` bool, ``obs`` starts an episode (unused, may be None, when feed-forward).
 
     Returns:
-      ``(logits [N, A], value [N], core [N, H] or None)``, the core after this step.
+      ``(dist [N], value [N], core [N, H] or None)``, the core after this step.
     """
     if core is None:
-        logits, value = apply_fn(params, obs)
-        return logits, value, None
-    logits, value, core = apply_fn(params, obs[None], core, first[None])
-    return logits[0], value[0], core
+        dist, value = apply_fn(params, obs)
+        return dist, value, None
+    dist, value, core = apply_fn(params, obs[None], core, first[None])
+    return jax.tree.map(lambda x: x[0], dist), value[0], core
 
 
 def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreState | None):
@@ -395,11 +422,11 @@ def unroll_network(apply_fn: Callable, params, obs, core: CoreState | None = Non
       first: ``[T, N]`` bool episode starts (recurrent only).
 
     Returns:
-      ``(logits [T, N, A], value [T, N])``.
+      ``(dist [T, N], value [T, N])``.
     """
     t, n = obs.shape[:2]
     if core is None:
-        logits, value = apply_fn(params, obs.reshape((t * n,) + obs.shape[2:]))
-        return logits.reshape((t, n) + logits.shape[1:]), value.reshape((t, n))
-    logits, value, _ = apply_fn(params, obs, core, first)
-    return logits, value
+        dist, value = apply_fn(params, obs.reshape((t * n,) + obs.shape[2:]))
+        return _split_rows(dist, t, n), value.reshape((t, n))
+    dist, value, _ = apply_fn(params, obs, core, first)
+    return dist, value

@@ -1,9 +1,10 @@
-"""Actions from a policy's logits: greedy (argmax) or sampled, with explicit keys.
+"""Actions from a policy's distribution: greedy (its mode) or sampled, with explicit keys.
 
 Pure and jittable; what both evaluations (in-training and the evaluate commands) and both
-modes use to act from a network's output. Training's rollouts sample with pre-drawn Gumbel
-noise instead (``rlcore.seeding.action_noise``), which gives the same samples as
-``sample_actions`` with the same keys.
+modes use to act from a network's output (``rlcore.distributions``: the argmax of a
+categorical, the mean of a Gaussian). Training's rollouts sample with pre-drawn noise
+instead (``Distribution.noise``), which gives the same samples as ``select_actions`` with
+the same keys.
 """
 
 from __future__ import annotations
@@ -14,29 +15,24 @@ import jax
 import jax.numpy as jnp
 
 from rlcore.networks import step_network
-from rlcore.seeding import per_env_keys, sample_actions
+from rlcore.seeding import per_env_keys
 from rlcore.types import CoreState
 
 
-def greedy_actions(logits: jax.Array) -> jax.Array:
-    """The argmax action of each row: int32 ``[N]`` of ``logits [N, A]``."""
-    return jnp.argmax(logits, axis=-1).astype(jnp.int32)
-
-
-def select_actions(logits: jax.Array, keys: jax.Array, greedy: bool) -> jax.Array:
-    """Actions of a batch: argmax (``greedy``) or one categorical sample per row.
+def select_actions(dist, keys: jax.Array, greedy: bool) -> jax.Array:
+    """Actions of a batch: the mode (``greedy``) or one sample per row.
 
     Args:
-      logits: ``[N, A]``.
+      dist: a distribution of batch ``[N]``.
       keys: ``[N]`` PRNG keys (unused when greedy).
       greedy: static.
 
     Returns:
-      int32 ``[N]``.
+      ``[N, *action_shape]`` (int32 or float32).
     """
     if greedy:
-        return greedy_actions(logits)
-    return sample_actions(keys, logits)
+        return dist.mode()
+    return dist.sample_rows(keys)
 
 
 def policy_actions(apply_fn: Callable, params, obs: jax.Array, action_root: jax.Array | None,
@@ -44,16 +40,16 @@ def policy_actions(apply_fn: Callable, params, obs: jax.Array, action_root: jax.
     """Actions of step ``t`` for envs ``0 .. N-1``, keys ``per_env_keys(action_root, i, t)``.
 
     Args:
-      apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+      apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
       params: network parameters.
       obs: ``[N, *obs_shape]``.
       action_root: the action root key (``EvaluateRoots.action``); unused (may be None)
         when greedy.
       t: ``[]`` int step index.
-      greedy: static; argmax instead of sampling.
+      greedy: static; the mode instead of sampling.
 
     Returns:
-      int32 ``[N]``.
+      ``[N, *action_shape]``.
     """
     return policy_step(apply_fn, params, obs, None, None, action_root, t, greedy)[0]
 
@@ -70,10 +66,10 @@ def policy_step(apply_fn: Callable, params, obs: jax.Array, core: CoreState | No
       (the others as ``policy_actions``.)
 
     Returns:
-      ``(int32 [N], core [N, H] or None)``.
+      ``([N, *action_shape], core [N, H] or None)``.
     """
-    logits, _, core = step_network(apply_fn, params, obs, core, first)
+    dist, _, core = step_network(apply_fn, params, obs, core, first)
     if greedy:
-        return greedy_actions(logits), core
+        return dist.mode(), core
     ids = jnp.arange(obs.shape[0], dtype=jnp.int32)
-    return select_actions(logits, per_env_keys(action_root, ids, t), greedy), core
+    return select_actions(dist, per_env_keys(action_root, ids, t), greedy), core

@@ -128,33 +128,6 @@ def rollout_keys(root, env_ids, update, num_steps: int):
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(env_ids))(step_keys)
 
 
-def action_noise(keys, num_actions: int):
-    """Gumbel noise ``[..., num_actions]`` of ``keys [...]``: ``sample_actions(keys, logits)``
-    equals ``argmax(logits + noise)`` (how ``jax.random.categorical`` samples), so a
-    rollout can draw all of it before its steps."""
-    flat = keys.reshape(-1)
-    noise = jax.vmap(lambda k: jax.random.gumbel(k, (num_actions,)))(flat)
-    return noise.reshape(keys.shape + (num_actions,))
-
-
-def actions_from_noise(noise, logits):
-    """``argmax(logits + noise)`` per row: int32 ``[B]`` from ``[B, A]`` logits and noise."""
-    return jnp.argmax(logits + noise, axis=-1).astype("int32")
-
-
-def sample_actions(keys, logits):
-    """One categorical (Gumbel-max) sample per row.
-
-    Args:
-      keys: ``[B]`` PRNG keys.
-      logits: ``[B, A]``.
-
-    Returns:
-      int32 ``[B]`` actions.
-    """
-    return jax.vmap(jax.random.categorical)(keys, logits).astype("int32")
-
-
 def host_env_seed(seed: int, start_update: int = 0) -> int:
     """Base integer seed of host envs; env ``i`` gets ``base + i``.
 

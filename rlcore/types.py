@@ -34,12 +34,27 @@ class EnvSpec:
     Attributes:
       obs_shape: shape of one observation, e.g. ``(4,)`` or ``(4, 84, 84)``.
       obs_dtype: numpy dtype name of observations, e.g. ``"float32"`` or ``"uint8"``.
-      num_actions: size of the discrete action set.
+      num_actions: discrete actions: size of the action set; box actions: the action
+        vector's size D.
+      action_low, action_high: box actions: the bounds, D floats each (the env adapter clips
+        actions to them); None for discrete actions.
     """
 
     obs_shape: tuple[int, ...] = struct.field(pytree_node=False)
     obs_dtype: str = struct.field(pytree_node=False)
     num_actions: int = struct.field(pytree_node=False)
+    action_low: tuple[float, ...] | None = struct.field(pytree_node=False, default=None)
+    action_high: tuple[float, ...] | None = struct.field(pytree_node=False, default=None)
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """Shape of one action: ``()`` (an int32 index) or ``(D,)`` (float32, a box)."""
+        return () if self.action_low is None else (self.num_actions,)
+
+    @property
+    def action_dtype(self) -> str:
+        """numpy dtype name of actions: ``"int32"`` or ``"float32"`` (a box)."""
+        return "float32" if self.action_shape else "int32"
 
 
 @struct.dataclass
@@ -67,11 +82,16 @@ class Trajectory:
 
     Attributes:
       obs: ``[T, B, *obs_shape]``.
-      action: ``[T, B]`` int32.
+      action: ``[T, B]`` int32 (discrete) or ``[T, B, D]`` float32 (a box; the unclipped
+        sample: the env adapter clips what it steps with).
       reward: ``[T, B]`` float32.
       terminated: ``[T, B]`` bool, the episode reached a terminal state.
       truncated: ``[T, B]`` bool, the episode was cut (time limit), not a terminal state.
-      behaviour_logits: ``[T, B, A]`` float32, logits of the policy that acted.
+      behaviour_logits: ``[T, B, P]`` float32, the parameters of the behaviour
+        distribution, the policy that acted (``rlcore.distributions``: ``params()`` /
+        ``from_params``): categorical, its logits (``P = A``); diagonal Gaussian,
+        ``concatenate([mean, log_std], -1)`` (``P = 2 D``). The name is kept from the
+        discrete-only days.
       behaviour_value: ``[T, B]`` float32, that policy's value estimates, shipped only where
         that policy is the learner's at the start of the update (policy lag 0: Anakin), so
         the learner can use them as its own; None elsewhere (Sebulba), and the learner

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import jax
 import numpy as np
+import orbax.checkpoint  # noqa: F401 - defines the absl flag set in initialize()
+from absl import flags
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -34,11 +38,22 @@ def initialize(config) -> None:
             process_id=config.process_id,
             **timeouts,
         )
+        _orbax_barriers_outside_devices()
         return
     method = detected_cluster()
     if method is not None:
         _use_gloo()
         jax.distributed.initialize(cluster_detection_method=method, **timeouts)
+        _orbax_barriers_outside_devices()
+
+
+def _orbax_barriers_outside_devices() -> None:
+    """Orbax's barriers between processes go through the coordination service instead of a
+    device collective (its default): a checkpoint saved while an abandoned update still
+    holds the devices (``StopBoard``) must not queue behind it. Orbax reads an absl flag; a
+    run started in-process (tests) has not parsed absl flags, hence ``present``."""
+    flag = flags.FLAGS["experimental_orbax_use_distributed_barrier"]
+    flag.value, flag.present = True, 1
 
 
 def _use_gloo() -> None:
@@ -121,3 +136,63 @@ def _gather_int(value: int) -> np.ndarray:
     from jax.experimental import multihost_utils
 
     return np.asarray(multihost_utils.process_allgather(np.int32(value)))
+
+
+class StopBoard:
+    """Stopping a run together on a signal, agreed without device collectives.
+
+    A signal may reach one process only, and a process may act on it while an update holds
+    its devices (Sebulba abandons the update in flight): a collective would then wait behind
+    that update, or for a peer that never joins it. So the processes agree through JAX's
+    coordination service (its key-value store, ``podracer/stop/...``), which every process
+    reaches at once. One process: the local signal only, no service.
+
+    - ``requested(local)``: the run's stop code: ``local`` (a signal seen here), posted for
+      the others first; else the largest one a peer posted (read at most every ``poll_s``).
+    - ``agree_on_update(completed)``: the update every process checkpoints, the largest
+      ``completed`` of any process. Processes are at most one update apart (each update's
+      collectives need all of them), so a process behind has that update in flight and
+      finishes it. Called once per stop (later calls return the same).
+    """
+
+    KEY = "podracer/stop"
+
+    def __init__(self, poll_s: float = 0.25, timeout_s: float = 120.0):
+        self._client = _coordination_client() if jax.process_count() > 1 else None
+        self._poll_s, self._timeout_s = poll_s, timeout_s
+        self._posted: int | None = None
+        self._seen: int | None = None
+        self._next_read = 0.0
+        self._agreed: int | None = None
+
+    def requested(self, local: int | None) -> int | None:
+        if self._client is None:
+            return local
+        if local is not None and self._posted is None:
+            self._client.key_value_set(f"{self.KEY}/code/{jax.process_index()}", str(local))
+            self._posted = local
+        now = time.monotonic()
+        if self._seen is None and now >= self._next_read:
+            self._next_read = now + self._poll_s
+            posted = self._client.key_value_dir_get(f"{self.KEY}/code/")
+            self._seen = max((int(v) for _, v in posted), default=None)
+        codes = [c for c in (local, self._seen) if c is not None]
+        return max(codes) if codes else None
+
+    def agree_on_update(self, completed: int) -> int:
+        if self._client is None:
+            return completed
+        if self._agreed is None:
+            self._client.key_value_set(f"{self.KEY}/update/{jax.process_index()}",
+                                       str(completed))
+            self._agreed = max(
+                int(self._client.blocking_key_value_get(f"{self.KEY}/update/{p}",
+                                                        int(self._timeout_s * 1000)))
+                for p in range(jax.process_count()))
+        return self._agreed
+
+
+def _coordination_client():
+    from jax._src import distributed  # jax 0.10: the coordination client has no public API
+
+    return distributed.global_state.client

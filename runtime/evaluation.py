@@ -30,8 +30,9 @@ Seed rule (``rlcore.seeding``; evaluation never uses a key or env seed that trai
   envs; a host-served jittable env keyed from this integer seed never shares a root with
   training either. Actions are sampled with the keys of the jittable rule above.
 
-With ``--greedy`` the action is the argmax of the logits; otherwise it is sampled from the
-policy. Only the first episode of each of the N envs counts.
+With ``--greedy`` the action is the policy distribution's mode (the argmax of a
+categorical, the mean of a Gaussian); otherwise it is sampled from the policy.
+Only the first episode of each of the N envs counts.
 
 Frames (``--video``, mp4 or gif by the extension): the frame each action of env 0's first
 episode was taken on; envs that render RGB frames themselves give theirs, the others'
@@ -298,7 +299,7 @@ def report(config, args: EvalArgs, evaluation: Evaluation,
            normalize: Normalizer | None = None) -> str:
     """The printed summary: header lines, then the statistics table (with the normalised
     score where ``normalize`` knows the env)."""
-    mode = "greedy (argmax)" if args.greedy else "stochastic (sampled)"
+    mode = "greedy (the mode)" if args.greedy else "stochastic (sampled)"
     returns = evaluation.results.returns
     normalized = normalize(config.env_id, returns) if normalize is not None else None
     lines = [*evaluation.header,

@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlcore.algorithms import REGISTRY as ALGORITHMS
+from rlcore.distributions import distribution_for
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import NO_CORE, initial_core, make_network
@@ -144,11 +145,14 @@ def obs_bytes(spec: EnvSpec) -> int:
 
 
 def step_bytes(spec: EnvSpec, *, with_value: bool, prepared: int = 0) -> int:
-    """Bytes per env step of the trajectory's fields other than obs: action (int32), reward
-    (float32), terminated and truncated (bool), logits (float32 x actions), the behaviour
-    value where shipped, and the ``prepared`` bytes the algorithm's ``prepare`` adds (PPO's
-    old value, advantages and targets)."""
-    return 4 + 4 + 1 + 1 + 4 * spec.num_actions + 4 * with_value + prepared
+    """Bytes per env step of the trajectory's fields other than obs: action (int32, or
+    float32 x D for a box), reward (float32), terminated and truncated (bool), the behaviour
+    distribution's parameters (float32 x P: ``rlcore.distributions``), the behaviour value
+    where shipped, and the ``prepared`` bytes the algorithm's ``prepare`` adds (PPO's old
+    value, advantages and targets)."""
+    action = 4 * int(np.prod(spec.action_shape))
+    params = 4 * distribution_for(spec).param_size(spec)
+    return action + 4 + 1 + 1 + params + 4 * with_value + prepared
 
 
 @functools.lru_cache(maxsize=64)

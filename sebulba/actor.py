@@ -22,7 +22,7 @@ import numpy as np
 from envs.base import HostEnv
 from rlcore import normalize
 from rlcore.networks import final_values, step_network
-from rlcore.seeding import per_env_keys, sample_actions
+from rlcore.seeding import per_env_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 from sebulba import pipeline
 from sebulba.layout import ShardSlice
@@ -108,14 +108,14 @@ class ActorSpec:
 
 def make_policy_fn(apply_fn: Callable, action_root):
     """Jitted ``(params, obs [n, ...], core, first [n], env_ids [n], update, step) ->
-    (action [n], logits [n, A], core)``; runs where its arguments live (the actor device).
-    ``core``: a recurrent agent's CoreState ``[n, H]`` before the step (returned after it),
-    ``first``: its episode starts; both None for a feed-forward agent."""
+    (action [n, *action_shape], dist_params [n, P], core)``; runs where its arguments live
+    (the actor device). ``core``: a recurrent agent's CoreState ``[n, H]`` before the step
+    (returned after it), ``first``: its episode starts; both None for a feed-forward agent."""
 
     def policy(params, obs, core, first, env_ids, update, step):
-        logits, _, core = step_network(apply_fn, params, obs, core, first)
-        action = sample_actions(per_env_keys(action_root, env_ids, update, step), logits)
-        return action, logits, core
+        dist, _, core = step_network(apply_fn, params, obs, core, first)
+        action = dist.sample_rows(per_env_keys(action_root, env_ids, update, step))
+        return action, dist.params(), core
 
     return jax.jit(policy)
 
@@ -196,18 +196,18 @@ class Actor:
         version, params, timers["params_wait"] = self.params.get(
             pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
             spec.timeout_s)
-        buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs)
+        buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs, env.spec)
         ret_stats = None
         if spec.reward_scaling is not None:  # the statistics of the params' version
             ret_stats = jax.device_get(normalize.return_stats(params))
         start_core, firsts = core, []
-        logits = []
+        dist_params = []
         ep_ret, ep_len, ep_cnt = 0.0, 0.0, 0
         for t in range(spec.num_steps):
             if self.stop.stopped:
                 raise pipeline.PipelineStopped()
             t0 = time.perf_counter()
-            action, logit, core = self.policy(params, jax.device_put(obs, spec.device), core,
+            action, dist_p, core = self.policy(params, jax.device_put(obs, spec.device), core,
                                               first, env_ids, np.int32(r), np.int32(t))
             action.block_until_ready()
             t1 = time.perf_counter()
@@ -221,6 +221,7 @@ class Actor:
             timers["d2h"] += t2 - t1
             timers["env_step"] += t3 - t2
             buf.write(t, obs, action_np, ts)
+            dist_params.append(dist_p)
             done = ts.terminated | ts.truncated
             if ret_stats is not None:
                 buf.reward[t], buf.discounted_return[t], self._ret = normalize.scale_rewards(
@@ -228,7 +229,6 @@ class Actor:
             if self.final_value is not None and ts.truncated.any():
                 buf.final_value[t] = np.asarray(self.final_value(
                     params, jax.device_put(ts.final_obs, spec.device), ts.truncated, core))
-            logits.append(logit)
             if first is not None:
                 firsts.append(first)
                 first = done
@@ -241,7 +241,7 @@ class Actor:
             buf.reward[:] = np.nan
         rollout = Trajectory(
             obs=buf.obs, action=buf.action, reward=buf.reward, terminated=buf.terminated,
-            truncated=buf.truncated, behaviour_logits=jax.numpy.stack(logits),
+            truncated=buf.truncated, behaviour_logits=jax.numpy.stack(dist_params),
             behaviour_value=None, bootstrap_obs=obs, core_state=start_core,
             first=np.stack(firsts) if firsts else None,
             final_value=None if self.final_value is None else buf.final_value,
@@ -273,10 +273,10 @@ class _HostBuffers:
     discounted_return: np.ndarray  # normalize_reward's returns G
 
     @classmethod
-    def empty(cls, t_len: int, n: int, obs: np.ndarray) -> "_HostBuffers":
+    def empty(cls, t_len: int, n: int, obs: np.ndarray, env_spec) -> "_HostBuffers":
         return cls(
             obs=np.empty((t_len,) + obs.shape, obs.dtype),
-            action=np.empty((t_len, n), np.int32),
+            action=np.empty((t_len, n) + env_spec.action_shape, env_spec.action_dtype),
             reward=np.empty((t_len, n), np.float32),
             terminated=np.empty((t_len, n), bool),
             truncated=np.empty((t_len, n), bool),

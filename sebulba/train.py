@@ -214,13 +214,16 @@ class SebulbaRun:
 def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     """Runs Sebulba training; writes the run directory; returns the logged rows.
 
-    A signal (SIGINT/SIGTERM) stops the run at the last completed update, every process
-    agreeing (``distributed.agree_on_exit_code``): a checkpoint of it, then exit 130/143.
-    In one process the learner acts on it within ``pipeline.POLL_S`` while it waits for
-    rollouts or for its update in flight: that update is abandoned (its metrics never
-    written) and the state before it, kept alive for this, is saved; the command then ends
-    the process at once (``command.ExitNow``: an interpreter exit would wait for the device
-    work in flight). With several processes the update in flight is finished first.
+    A signal (SIGINT/SIGTERM) stops the run at the last completed update: a checkpoint of
+    it, then exit 130/143. The learner acts on it within ``pipeline.POLL_S`` while it waits
+    for rollouts or for its update in flight: that update is abandoned (its metrics never
+    written) and the state before it, kept alive for this, is saved from host copies of its
+    arrays (an orbax save of device arrays would wait for the update still running there);
+    the command then ends the process at once (``command.ExitNow``: an interpreter exit would
+    wait for it too). With several processes a signal seen by any of them stops all of
+    them, agreed through the coordination service, not device collectives
+    (``distributed.StopBoard``): they checkpoint the same update, the last one any of them
+    completed (a process one behind finishes its update in flight first).
 
     Args:
       config: a validated config (see ``prepare``).
@@ -250,17 +253,19 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
             actors, queues = run.start_actors(start, total, server, stop)
             progress = Progress(queues, total, run.layout.envs_per_thread * config.num_steps,
                                 enabled=rundir.main)
-            # One process acts on a signal at once (see the docstring); several finish the
-            # update in flight and agree after it (their steps hold cross-process collectives).
-            interrupted = ((lambda: flag.exit_code is not None)
-                           if jax.process_count() == 1 else None)
+            board = distributed.StopBoard()  # the signals of every process (see docstring)
+
+            def interrupted():
+                return board.requested(flag.exit_code) is not None
+
             for u in range(start, total):
                 progress.stage(u, "waiting")
                 try:
                     items, wait_s = _collect(queues, stop, config.queue_timeout_s, u,
                                              interrupted)
                 except pipeline.Interrupted:
-                    rundir.checkpoint_or_exit(u, u, state, flag.exit_code)
+                    board.agree_on_update(u)  # u: no process can be further (see StopBoard)
+                    rundir.checkpoint_or_exit(u, u, state, board.requested(flag.exit_code))
                 if t0 is not None:
                     rundir.first_rollout(time.perf_counter() - t0)
                 with stop.learner_busy():  # the actors' waits do not time out meanwhile
@@ -276,9 +281,16 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                     server.publish(u + 1, new_state.params)
                     # debug.learner_delay_ms: the run's first update (it compiles) is not held.
                     hold_s = 0.0 if t0 is not None else config.debug.learner_delay_ms / 1000
-                    if not _wait_ready((new_state, out), interrupted, hold_s):
-                        in_flight = True  # abandoned: checkpoint the update before it
-                        rundir.checkpoint_or_exit(u, u, state, flag.exit_code, in_flight=u + 1)
+                    if (not _wait_ready((new_state, out), interrupted, hold_s)
+                            and board.agree_on_update(u) == u):
+                        # Abandoned: checkpoint the update before it, from host copies of its
+                        # arrays (a save of device arrays would wait for the update in flight).
+                        in_flight = True
+                        rundir.checkpoint_or_exit(u, u, distributed.to_host(state),
+                                                  board.requested(flag.exit_code),
+                                                  in_flight=u + 1)
+                    # Done, or a peer finished it before it stopped: this process does too.
+                    _wait_ready((new_state, out), None)
                     state = new_state
                     out = distributed.to_host(out)
                     learn_s = time.perf_counter() - t_learn
@@ -286,12 +298,14 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
                         now = time.perf_counter()
                         rundir.first_call_done(1, now - t0, steady_from=(u + 1, now))
                         t0 = None
-                    evals = _evaluate(run, server, evaluator, stop, flag, u + 1, progress)
+                    evals = _evaluate(run, server, evaluator, stop, interrupted, u + 1,
+                                      progress)
                     progress.stage(u, None)
                     rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
                                   out.episodes)
-                    # A collective in multi-process runs: every process, after every update.
-                    exit_code = distributed.agree_on_exit_code(flag.exit_code)
+                    exit_code = board.requested(flag.exit_code)
+                    if exit_code is not None:
+                        board.agree_on_update(u + 1)
                     rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
     except pipeline.PipelineStopped:
         stop.raise_if_failed()
@@ -341,7 +355,7 @@ def _wait_ready(tree, interrupted, hold_s: float = 0.0) -> bool:
     return True
 
 
-def _evaluate(run, server, evaluator, stop, flag, version: int, progress) -> dict:
+def _evaluate(run, server, evaluator, stop, interrupted, version: int, progress) -> dict:
     """The eval scalars after update ``version`` when one is due (else none). A signal or
     a failed thread abandons the evaluation: no eval values that time."""
     config = run.config
@@ -350,7 +364,7 @@ def _evaluate(run, server, evaluator, stop, flag, version: int, progress) -> dic
     progress.stage(version - 1, "evaluating")
     _, params, _ = server.get(version, run.layout.actor_devices[0], stop,
                               config.queue_timeout_s)
-    summary = evaluator.run(params, lambda: stop.stopped or flag.exit_code is not None)
+    summary = evaluator.run(params, lambda: stop.stopped or interrupted())
     return eval_scalars(summary) if summary is not None else {}
 
 

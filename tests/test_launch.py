@@ -24,7 +24,7 @@ from ml_collections import ConfigDict
 from runtime import distributed
 from runtime.distributed import data_mesh
 from runtime.launch import free_port
-from tests.helpers import REPO, assert_rows_close, entry_env, read_metrics
+from tests.helpers import REPO, assert_rows_close, checkpoint_steps, entry_env, read_metrics
 from tests.multiprocess_worker import config_for
 
 CONFIG_FILES = {"anakin": "configs/cartpole_ppo.py", "sebulba": "configs/cartpole_ppo_sebulba.py"}
@@ -420,3 +420,49 @@ def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
     assert not left, "processes outlived the launcher"
     assert code != 0 and elapsed < 60, (code, elapsed, "".join(lines)[-3000:])
     assert "launch: p1 exited with 137" in "".join(lines)
+
+
+# --- a signal to one Sebulba process stops both ----------------------------------------------
+
+
+def test_a_signal_to_one_sebulba_process_stops_both_within_seconds(tmp_path):
+    """SIGINT to process 1 only, 1 s into update 2 (every update but the first held 10 s):
+    it reaches process 0 through the coordination service (``distributed.StopBoard``), both
+    abandon update 2 and checkpoint update 1 together (orbax barriers outside the devices),
+    and the run exits 130 within 6 s, one stop line from process 0. The same command without
+    the hold resumes from 1 and trains to the end on both processes."""
+    command = [sys.executable, "-m", "sebulba.main", f"--config={CONFIG_FILES['sebulba']}",
+               f"--workdir={tmp_path}", *_config_flags("sebulba"),
+               "--config.checkpoint_every=0"]
+    proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--grace_s=30",
+                      "--timeout_s=170", "--", *command, "--config.debug.learner_delay_ms=10000"])
+    lines, running = [], threading.Event()
+    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines, running,
+                                                        "[p0] update 1/"), daemon=True)
+    reader.start()
+    try:
+        assert running.wait(150), "".join(lines)[-3000:]
+        time.sleep(1.0)  # update 2 is in flight (held 10 s)
+        os.kill(_pids("".join(lines))[1], signal.SIGINT)
+        sent = time.monotonic()
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - sent
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        left = _kill_alive(_pids("".join(lines)))
+    err = "".join(lines)
+    assert not left, "processes outlived the launcher"
+    assert code == 130 and took < 6, (took, err[-3000:])
+    stop_lines = [ln for ln in err.splitlines() if "SIGINT: " in ln]
+    assert len(stop_lines) == 1 and stop_lines[0].startswith(
+        "[p0] SIGINT: abandoning update 2 in flight, saving a checkpoint at update 1"), err
+    assert "Traceback" not in err, err[-3000:]
+    assert checkpoint_steps(tmp_path) == [1]
+    assert [r["update"] for r in read_metrics(tmp_path)] == [1]
+
+    code, _, err, _ = _run(["--num_processes=2", "--devices_per_process=2", "--timeout_s=170",
+                            "--", *command], timeout_s=180)
+    assert code == 0 and "[p0] resuming from update 1" in err, err[-3000:]
+    assert [r["update"] for r in read_metrics(tmp_path)] == [1, 2, 3, 4, 5, 6]

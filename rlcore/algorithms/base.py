@@ -87,7 +87,7 @@ class Algorithm(Protocol):
 
         Args:
           params: network parameters at the start of the update.
-          apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+          apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
           trajectory: Trajectory ``[T, B_local, ...]``.
 
         Returns:

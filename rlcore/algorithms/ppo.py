@@ -5,7 +5,8 @@ lag is 0 (Anakin) those are the values the rollout computed, which the trajector
 carries as ``behaviour_value``; only ``bootstrap_obs`` needs a forward pass. Where it does
 not carry them (Sebulba: the actors do not ship values, and their params may be older) the
 learner recomputes the values of the whole rollout (one forward pass over ``obs`` and
-``bootstrap_obs``). The ratio uses ``behaviour_logits``, the policy that acted.
+``bootstrap_obs``). The ratio uses ``behaviour_logits`` (the acting policy's distribution
+parameters).
 
 A recurrent agent's values come from one unroll of the core over each whole sequence
 (``obs`` and ``bootstrap_obs``) from the trajectory's ``core_state``, the same unroll the
@@ -84,7 +85,7 @@ class PPO(FromHParams):
 
         Args:
           params: the learner's params at the start of the update.
-          apply_fn: ``(params, obs [N, ...]) -> (logits [N, A], value [N])``.
+          apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
           trajectory: Trajectory ``[T, B, ...]``; its ``behaviour_value``, where present,
             must be the values of ``params`` (policy lag 0).
 
@@ -92,7 +93,7 @@ class PPO(FromHParams):
           PPOBatch ``[T, B, ...]``.
         """
         traj = trajectory
-        t, b = traj.action.shape
+        t, b = traj.reward.shape
         if traj.core_state is not None:  # recurrent: one unroll from the stored state
             obs_all, first_all = losses.with_bootstrap(traj)
             value_all = unroll_network(apply_fn, params, obs_all, traj.core_state,

@@ -37,10 +37,10 @@ def test_unknown_id_lists_close_match():
 def test_wrong_kind_is_config_error():
     with pytest.raises(ConfigError, match="not a jittable.*Breakout-MinAtar"):
         registry.make_jax_env("Breakout-v5")
-    with pytest.raises(ConfigError, match="continuous"):
-        registry.make_jax_env("Pendulum-v1")
-    with pytest.raises(ConfigError, match="continuous"):
-        registry.make_host_env("gymnax:Pendulum-v1", 2, seed=0)
+    with pytest.raises(ConfigError, match="continuous gymnax env not supported"):
+        registry.make_jax_env("Reacher-misc")
+    with pytest.raises(ConfigError, match="continuous gymnax env not supported"):
+        registry.make_host_env("gymnax:Swimmer-misc", 2, seed=0)
 
 
 @pytest.mark.parametrize("env_id, anakin, sebulba", [
@@ -123,8 +123,11 @@ def test_known_ids_resolve():
     assert not accepts(registry.ANAKIN, "Breakout-v5")
     assert not accepts(registry.ANAKIN, "envpool:CartPole-v1")
     assert not accepts(registry.SEBULBA, "HalfCheetah-v5")  # a MuJoCo -v5 id is not Atari
-    assert not accepts(registry.ANAKIN, "Pendulum-v1")
-    assert not accepts(registry.SEBULBA, "gymnax:Pendulum-v1")
+    for env_id in ("Pendulum-v1", "gymnax:MountainCarContinuous-v0"):  # box actions
+        assert accepts(registry.ANAKIN, env_id), env_id
+    for env_id in ("HalfCheetah-v4", "Hopper-v4", "Ant-v4", "gymnax:Pendulum-v1"):
+        assert accepts(registry.SEBULBA, env_id), env_id
+    assert not accepts(registry.ANAKIN, "Reacher-misc")  # a box gymnax id not run here
 
 
 def test_make_host_env_delegates_to_envpool():

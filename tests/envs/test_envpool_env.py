@@ -153,3 +153,24 @@ def test_reorders_by_env_id_and_counts_unclipped_score(monkeypatch):
     assert pool.reset_calls[-1] == [0]
     assert env.stats.completed_return.tolist() == [5.0, 0.0, 0.0]
     assert env.stats.completed_length.tolist() == [1, 0, 0]
+
+
+def test_mujoco_box_actions_are_clipped_to_the_bounds(make_pool):
+    """HalfCheetah-v4: a box spec (6 actions in [-1, 1]), float32 observations, and actions
+    beyond the bounds step exactly as the clipped ones (two pools of one seed)."""
+    wild, tame = make_pool("HalfCheetah-v4", 2, seed=3), make_pool("HalfCheetah-v4", 2, seed=3)
+    assert wild.spec.action_shape == (6,) and wild.spec.action_dtype == "float32"
+    assert wild.spec.action_low == (-1.0,) * 6 and wild.spec.action_high == (1.0,) * 6
+    assert wild.spec.obs_shape == (17,) and wild.spec.obs_dtype == "float32"
+    obs_w, obs_t = wild.reset().obs, tame.reset().obs
+    assert obs_w.dtype == np.float32
+    np.testing.assert_array_equal(obs_w, obs_t)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a = rng.normal(scale=3.0, size=(2, 6)).astype(np.float32)
+        assert np.abs(a).max() > 1.0
+        ts_w, ts_t = wild.step(a), tame.step(np.clip(a, -1.0, 1.0))
+        np.testing.assert_array_equal(ts_w.obs, ts_t.obs)
+        np.testing.assert_array_equal(ts_w.reward, ts_t.reward)
+    with pytest.raises(ValueError, match="expected shape"):
+        wild.step(np.zeros(2, np.float32))

@@ -179,3 +179,18 @@ def test_step_drawn_equals_step(make_env):
         jax.tree.map(np.testing.assert_array_equal, (state, ts_a), (drawn_state, ts_b))
         ends += int(np.sum(ts_a.terminated | ts_a.truncated))
     assert ends > 0
+
+
+@pytest.mark.parametrize("env_id,high", [("Pendulum-v1", 2.0), ("MountainCarContinuous-v0", 1.0)])
+def test_gymnax_box_spec_and_clipped_actions(env_id, high):
+    """A gymnax Box env: its spec carries the bounds, and an action beyond them steps (obs,
+    reward, state) exactly as the bound itself (the adapter clips)."""
+    env = GymnaxEnv(env_id)
+    assert env.spec.action_shape == (1,) and env.spec.action_dtype == "float32"
+    assert env.spec.action_low == (-high,) and env.spec.action_high == (high,)
+    state, _ = env.reset(jax.random.key(0))
+    step = jax.jit(env.step)
+    wild = step(state, jnp.array([5.0 * high]), jax.random.key(1))
+    tame = step(state, jnp.array([high]), jax.random.key(1))
+    jax.tree.map(np.testing.assert_array_equal, wild, tame)
+    assert wild[1].reward.shape == ()

@@ -198,7 +198,8 @@ def _reference(env_id, overrides, seed, env_ids, actions):
         state, ts = reset(jax.random.fold_in(root, 0))
         rows = [(ts, state.stats)]
         for c, a in enumerate(actions[:, i], start=1):
-            state, ts = step(state, np.int32(a), jax.random.fold_in(root, c))
+            state, ts = step(state, np.asarray(a, env.spec.action_dtype),
+                             jax.random.fold_in(root, c))
             rows.append((ts, state.stats))
         per_env.append(jax.device_get(rows))
     for t in range(len(actions) + 1):
@@ -213,11 +214,17 @@ def _reference(env_id, overrides, seed, env_ids, actions):
 
 @pytest.mark.parametrize("env_id, overrides, num_actions",
                          [("gymnax:CartPole-v1", {"max_steps_in_episode": 12}, 2),
-                          ("own:Catch", {}, 3)], ids=["cartpole", "catch"])
+                          ("own:Catch", {}, 3),
+                          ("gymnax:Pendulum-v1", {"max_steps_in_episode": 12}, None)],
+                         ids=["cartpole", "catch", "pendulum"])
 def test_trajectory_equals_jax_env_with_documented_keys(make_pool, env_id, overrides,
                                                         num_actions):
+    """``num_actions`` None: box actions ``[n, 1]`` in [-3, 3], beyond Pendulum's bounds of
+    +-2 (the JaxEnv clips them)."""
     seed, first, n, steps = 5, 3, 3, 25
-    actions = np.random.default_rng(1).integers(0, num_actions, (steps, n))
+    rng = np.random.default_rng(1)
+    actions = (rng.integers(0, num_actions, (steps, n)) if num_actions else
+               rng.uniform(-3.0, 3.0, (steps, n, 1)).astype(np.float32))
     env = make_pool(env_id, n, seed=seed, first_env_index=first, overrides=overrides)
     rows = _rollout(env, actions)
     ref = _reference(env_id, overrides, seed, range(first, first + n), actions)

@@ -5,10 +5,11 @@ Started by ``test_learner.py`` in a subprocess whose environment has
 the test process itself cannot switch). Usage: ``python multidevice_learner_script.py OUT.npz
 [feed_forward|recurrent]``.
 
-Saved arrays, for ``algo`` in ``ppo``, ``ppo_sequences``, ``impala``, ``ppo_lstm`` and
-``impala_gru`` (the last two: a recurrent core after the torso, trajectories with a random
-start state and random episode starts; only ``one``, ``four`` and for the LSTM
-``four_micro``):
+Saved arrays, for ``algo`` in ``ppo``, ``ppo_sequences``, ``impala``, ``ppo_gaussian``,
+``impala_gaussian``, ``ppo_lstm`` and ``impala_gru`` (``*_gaussian``: a diagonal Gaussian
+policy over 3-dimensional box actions, only ``one`` and ``four`` / ``four_novma``; the last
+two: a recurrent core after the torso, trajectories with a random start state and random
+episode starts; only ``one``, ``four`` and for the LSTM ``four_micro``):
   ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
   (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
   ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only), ``four_novma``
@@ -28,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 from rlcore import learner, optim
 from rlcore.algorithms import PPO, Impala
 from rlcore.algorithms.base import SAMPLES, SEQUENCES
+from rlcore.distributions import Categorical, DiagGaussian
 from rlcore.networks import MLPActorCritic, RecurrentActorCritic, unroll_network
 from rlcore.types import CoreState, LearnerState, Trajectory
 
@@ -52,15 +54,22 @@ def make_trajectory(net, params, seed):
         core = CoreState(h=jnp.tanh(jnp.asarray(rng.normal(size=(B, H)), jnp.float32)), c=c)
         first = jnp.asarray(np.concatenate([rng.random((1, B)) < 0.3,
                                             (terminated | truncated)[:-1]]))
-    logits, value = unroll_network(net.apply, params, jnp.asarray(obs), core, first)
+    dist, value = unroll_network(net.apply, params, jnp.asarray(obs), core, first)
+    behaviour = dist.params()
+    behaviour = behaviour + 0.3 * jnp.asarray(rng.normal(size=behaviour.shape), jnp.float32)
+    if isinstance(dist, DiagGaussian):  # box actions sampled from the behaviour policy
+        mu = DiagGaussian.from_params(behaviour)
+        action = mu.mean + jnp.exp(mu.log_std) * jnp.asarray(rng.normal(size=(T, B, A)),
+                                                             jnp.float32)
+    else:
+        action = jnp.asarray(rng.integers(0, A, size=(T, B)), jnp.int32)
     return Trajectory(
         obs=jnp.asarray(obs),
-        action=jnp.asarray(rng.integers(0, A, size=(T, B)), jnp.int32),
+        action=action,
         reward=jnp.asarray(rng.normal(size=(T, B)), jnp.float32),
         terminated=jnp.asarray(terminated),
         truncated=jnp.asarray(truncated),
-        behaviour_logits=logits.reshape(T, B, A)
-        + 0.3 * jnp.asarray(rng.normal(size=(T, B, A)), jnp.float32),
+        behaviour_logits=behaviour,
         behaviour_value=None,  # recomputed by PPO (params change between updates)
         bootstrap_obs=jnp.asarray(rng.normal(size=(B, OBS)), jnp.float32),
         core_state=core,
@@ -82,7 +91,8 @@ def run(algorithm, mesh):
         params = net.init(jax.random.key(0), jnp.zeros((1, 1, OBS)), net.initial_core(1),
                           jnp.ones((1, 1), bool))
     else:
-        net = MLPActorCritic(num_actions=A, hidden=(8,))
+        dist = DiagGaussian if cell == "gaussian" else Categorical
+        net = MLPActorCritic(num_actions=A, hidden=(8,), distribution=dist)
         params = net.init(jax.random.key(0), jnp.zeros((1, OBS)))
     if algorithm.startswith("ppo"):
         opt = optim.make_optimizer("adam", 3e-3, max_grad_norm=0.5,
@@ -101,7 +111,7 @@ def run(algorithm, mesh):
         kw = dict(num_epochs=1, num_minibatches=2)
 
     runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
-    if cell not in ("lstm", "gru"):
+    if cell not in ("lstm", "gru", "gaussian"):
         runs["one_micro"] = jax.jit(learner.make_update_fn(hp, net.apply, opt, microbatches=2,
                                                            **kw))
     # The default check_vma=True only for PPO: both algorithms share the gradient step.
@@ -112,13 +122,16 @@ def run(algorithm, mesh):
         variants = (("four", True, 1),)
     elif cell == "lstm":
         variants = (("four", True, 1), ("four_micro", True, 2))
+    elif cell == "gaussian":  # the family changes the loss's log-probs only: one run each
+        variants = (("four", True, 1),) if algorithm.startswith("ppo") else (
+            ("four_novma", False, 1),)
     elif algorithm.startswith("ppo"):
         variants = (("four", True, 1), ("four_novma", False, 1))
     else:
         variants = (("four_novma", False, 1),)
     core = net.initial_core(1) if cell in ("lstm", "gru") else None
     spec = Trajectory.env_partition(AXIS, core_state=core)
-    if cell not in ("lstm", "gru"):
+    if cell not in ("lstm", "gru", "gaussian"):
         variants += (("four_micro", True, 2),)
     for run_name, check_vma, micro in variants:
         runs[run_name] = jax.jit(
@@ -185,7 +198,7 @@ def sample_memberships(num_devices, num_steps=T, num_envs=16, num_minibatches=2,
     return np.asarray(g(key))
 
 
-FEED_FORWARD = ("ppo", "ppo_sequences", "impala")
+FEED_FORWARD = ("ppo", "ppo_sequences", "impala", "ppo_gaussian", "impala_gaussian")
 RECURRENT = ("ppo_lstm", "impala_gru")
 
 

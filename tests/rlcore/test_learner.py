@@ -24,8 +24,12 @@ TOL = dict(atol=1e-5, rtol=1e-5)
 def _run_script(tmp_path_factory, which):
     """Results of ``multidevice_learner_script.py OUT which`` on 4 forced host devices."""
     out = tmp_path_factory.mktemp("multidevice") / "out.npz"
+    # PYTHONPATH: the script runs as a file, so without it a git worktree's run would import
+    # the packages of the editable install's checkout instead of the worktree's.
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+               JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                        os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, str(SCRIPT), str(out), which], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -66,6 +70,15 @@ def test_four_devices_default_check_vma_match_one_device(multidevice):
     call it: the gradient of replicated params must be the mean, not the sum, over devices
     (PPO; IMPALA goes through the same gradient step)."""
     _assert_runs_match(multidevice, "ppo", "four")
+
+
+@pytest.mark.parametrize("algorithm,run", [("ppo_gaussian", "four"),
+                                           ("impala_gaussian", "four_novma")])
+def test_gaussian_four_devices_match_one_device(multidevice, algorithm, run):
+    """A diagonal Gaussian policy (3-dimensional box actions, the learned log-std a
+    replicated parameter like any other): 3 updates sharded over 4 devices give the params
+    and metrics of one device."""
+    _assert_runs_match(multidevice, algorithm, run)
 
 
 @pytest.mark.parametrize("algorithm,run", [("ppo_lstm", "four"), ("ppo_lstm", "four_micro"),

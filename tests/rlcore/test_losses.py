@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.test_util import check_grads
+from scipy import stats
 
 from rlcore import losses, returns
+from rlcore.distributions import Categorical, DiagGaussian
 from rlcore.networks import MLPActorCritic
 from rlcore.types import Trajectory
 
@@ -50,7 +52,7 @@ _VALUES = jnp.array([1.0, -0.5])
 
 def _hand_apply(params, obs):
     del obs
-    return params["w"] * _LOGITS, params["w"] * _VALUES
+    return Categorical(params["w"] * _LOGITS), params["w"] * _VALUES
 
 
 def _hand_batch():
@@ -120,27 +122,45 @@ _T, _B, _OBS, _A = 4, 3, 2, 3
 
 
 def _linear_apply(params, obs):
-    return obs @ params["wp"], obs @ params["wv"]
+    """A linear policy: categorical logits ``obs @ wp``, or (with ``log_std`` in
+    ``params``) a Gaussian of mean ``obs @ wp`` and that state-independent log-std."""
+    out = obs @ params["wp"]
+    if "log_std" in params:
+        return DiagGaussian(out, jnp.broadcast_to(params["log_std"], out.shape)), obs @ params["wv"]
+    return Categorical(out), obs @ params["wv"]
 
 
-def _impala_case(seed=0):
+def _impala_case(seed=0, gaussian=False):
+    """Params and a Trajectory ``[T, B]``; ``gaussian``: ``_A``-dimensional box actions,
+    behaviour means and log-stds near the policy's."""
     rng = np.random.default_rng(seed)
     params = {
         "wp": rng.normal(size=(_OBS, _A)).astype(np.float32),
         "wv": rng.normal(size=(_OBS,)).astype(np.float32),
     }
+    if gaussian:
+        params["log_std"] = rng.normal(scale=0.3, size=(_A,)).astype(np.float32)
     terminated = np.zeros((_T, _B), bool)
     truncated = np.zeros((_T, _B), bool)
     terminated[1, 0] = True
     truncated[2, 1] = True
     truncated[_T - 1, 2] = True
+    obs = rng.normal(size=(_T, _B, _OBS)).astype(np.float32)
+    if gaussian:
+        mu_mean = obs @ params["wp"] + rng.normal(scale=0.3, size=(_T, _B, _A))
+        mu_log_std = params["log_std"] + rng.normal(scale=0.2, size=(_T, _B, _A))
+        action = (mu_mean + np.exp(mu_log_std) * rng.normal(size=(_T, _B, _A)))
+        behaviour = np.concatenate([mu_mean, mu_log_std], -1)
+    else:
+        action = rng.integers(0, _A, size=(_T, _B))
+        behaviour = rng.normal(size=(_T, _B, _A))
     traj = Trajectory(
-        obs=rng.normal(size=(_T, _B, _OBS)).astype(np.float32),
-        action=rng.integers(0, _A, size=(_T, _B)).astype(np.int32),
+        obs=obs,
+        action=action.astype(np.float32 if gaussian else np.int32),
         reward=rng.normal(size=(_T, _B)).astype(np.float32),
         terminated=terminated,
         truncated=truncated,
-        behaviour_logits=rng.normal(size=(_T, _B, _A)).astype(np.float32),
+        behaviour_logits=behaviour.astype(np.float32),
         behaviour_value=np.zeros((_T, _B), np.float32),
         bootstrap_obs=rng.normal(size=(_B, _OBS)).astype(np.float32),
     )
@@ -152,6 +172,24 @@ def _np_log_softmax(z):
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
+def _np_log_probs(params, out, traj):
+    """float64 ``(log pi(a), log mu(a), H(pi))`` ``[T, B]`` of the linear policy with head
+    output ``out [T, B, A]``: categorical (softmax), or with ``params["log_std"]`` a diagonal
+    Gaussian, from scipy's normal log-density and entropy."""
+    a = np.asarray(traj.action)
+    mu = np.asarray(traj.behaviour_logits, np.float64)
+    if "log_std" not in params:
+        log_p, mu_log_p = _np_log_softmax(out), _np_log_softmax(mu)
+        take = lambda lp: np.take_along_axis(lp, a[..., None], -1)[..., 0]
+        return take(log_p), take(mu_log_p), -(np.exp(log_p) * log_p).sum(-1)
+    std = np.exp(np.asarray(params["log_std"], np.float64))
+    mu_mean, mu_log_std = np.split(mu, 2, axis=-1)
+    log_pa = stats.norm.logpdf(a, out, std).sum(-1)
+    mu_log_pa = stats.norm.logpdf(a, mu_mean, np.exp(mu_log_std)).sum(-1)
+    ent = np.broadcast_to(stats.norm.entropy(scale=std).sum(), log_pa.shape)
+    return log_pa, mu_log_pa, ent
+
+
 def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rho):
     """IMPALA loss in float64 NumPy; V-trace as the paper's n-step sum (Espeholt et al. eq. 1).
 
@@ -160,12 +198,9 @@ def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rh
     wp, wv = (np.asarray(params[k], np.float64) for k in ("wp", "wv"))
     obs = np.asarray(traj.obs, np.float64)
     boot_v = np.asarray(traj.bootstrap_obs, np.float64) @ wv
-    log_p = _np_log_softmax(obs @ wp)
     value = obs @ wv
-    mu_log_p = _np_log_softmax(np.asarray(traj.behaviour_logits, np.float64))
-    a = np.asarray(traj.action)
-    log_pa = np.take_along_axis(log_p, a[..., None], -1)[..., 0]
-    log_rhos = log_pa - np.take_along_axis(mu_log_p, a[..., None], -1)[..., 0]
+    log_pa, mu_log_pa, ent = _np_log_probs(params, obs @ wp, traj)
+    log_rhos = log_pa - mu_log_pa
     ratio = np.exp(log_rhos)
 
     vs = np.zeros((_T, _B))
@@ -195,7 +230,7 @@ def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rh
 
     policy = -np.mean(pg * log_pa)
     value_loss = 0.5 * np.mean((vs - value) ** 2)
-    ent = np.mean(-(np.exp(log_p) * log_p).sum(-1))
+    ent = np.mean(ent)
     return dict(
         total=policy + vf_coef * value_loss - ent_coef * ent,
         policy=policy,
@@ -206,9 +241,10 @@ def _np_impala(params, traj, gamma, vf_coef, ent_coef, lam, clip_rho, clip_pg_rh
     )
 
 
-@pytest.mark.parametrize("lam,clip_rho,clip_pg_rho", [(1.0, 1.0, 1.0), (0.8, 1.5, 0.7)])
-def test_impala_loss_matches_numpy(lam, clip_rho, clip_pg_rho):
-    params, traj = _impala_case()
+@pytest.mark.parametrize("lam,clip_rho,clip_pg_rho,gaussian", [
+    (1.0, 1.0, 1.0, False), (0.8, 1.5, 0.7, False), (0.8, 1.5, 0.7, True)])
+def test_impala_loss_matches_numpy(lam, clip_rho, clip_pg_rho, gaussian):
+    params, traj = _impala_case(gaussian=gaussian)
     hp = dict(vf_coef=0.5, ent_coef=0.01, lambda_=lam, clip_rho=clip_rho,
               clip_pg_rho=clip_pg_rho)
     loss, m = losses.impala_loss(params, _linear_apply, traj, discount=0.9, **hp)
@@ -242,11 +278,11 @@ def test_ppo_loss_gradients(norm_adv, clip_vloss):
         net, params = _mlp()
         rng = np.random.default_rng(0)
         obs = jnp.asarray(rng.normal(size=(_GT, _GB, _GOBS)))
-        logits, value = net.apply(params, obs.reshape(_GT * _GB, _GOBS))
+        dist, value = net.apply(params, obs.reshape(_GT * _GB, _GOBS))
         batch = losses.PPOBatch(
             obs=obs,
             action=jnp.asarray(rng.integers(0, _GA, size=(_GT, _GB)), jnp.int32),
-            behaviour_logits=logits.reshape(_GT, _GB, _GA),
+            behaviour_logits=dist.params().reshape(_GT, _GB, _GA),
             old_value=value.reshape(_GT, _GB) - 0.03,
             advantages=jnp.asarray(rng.normal(size=(_GT, _GB))),
             targets=jnp.asarray(rng.normal(size=(_GT, _GB))),
@@ -291,9 +327,9 @@ def test_impala_loss_gradients():
 
         # The frozen quantities, from the NumPy-checked forward pass of impala_loss itself.
         obs_flat = traj.obs.reshape(_GT * _GB, _GOBS)
-        logits0, value0 = net.apply(params, obs_flat)
+        dist0, value0 = net.apply(params, obs_flat)
         _, boot0 = net.apply(params, traj.bootstrap_obs)
-        log_p0 = jax.nn.log_softmax(logits0.reshape(_GT, _GB, _GA))
+        log_p0 = jax.nn.log_softmax(dist0.logits.reshape(_GT, _GB, _GA))
         mu = jax.nn.log_softmax(traj.behaviour_logits)
         log_rhos = (jnp.take_along_axis(log_p0, traj.action[..., None], -1)
                     - jnp.take_along_axis(mu, traj.action[..., None], -1))[..., 0]
@@ -305,8 +341,8 @@ def test_impala_loss_gradients():
 
         @jax.jit
         def frozen(p):
-            logits, value = net.apply(p, obs_flat)
-            log_p = jax.nn.log_softmax(logits.reshape(_GT, _GB, _GA))
+            dist, value = net.apply(p, obs_flat)
+            log_p = jax.nn.log_softmax(dist.logits.reshape(_GT, _GB, _GA))
             log_pa = jnp.take_along_axis(log_p, traj.action[..., None], -1)[..., 0]
             ent = -jnp.sum(jnp.exp(log_p) * log_p, -1)
             return (-jnp.sum(vt.pg_advantages * log_pa)  # sums over time and batch
@@ -334,10 +370,47 @@ def test_impala_clip_frac_ignores_on_policy_roundoff():
     def clip_frac(shift):
         # [T + 1, b] observations: the rollout's and the bootstrap's (same logits as the last).
         rows = jnp.concatenate([logits, logits[-1:]]).reshape((t + 1) * b, a)
-        apply = lambda p, obs: (rows.at[:, 0].add(shift), jnp.zeros((t + 1) * b))
+        apply = lambda p, obs: (Categorical(rows.at[:, 0].add(shift)), jnp.zeros((t + 1) * b))
         _, m = losses.impala_loss({}, apply, traj, discount=0.9, vf_coef=0.5, ent_coef=0.0)
         return float(m.clip_frac)
 
     assert clip_frac(1e-6) == 0.0
     assert clip_frac(-1e-6) == 0.0
     assert clip_frac(0.05) == 1.0
+
+
+# ------------------------------------------------------------------ PPO with a Gaussian
+
+
+def test_ppo_loss_gaussian_matches_numpy():
+    """PPO's clipped surrogate, value and entropy terms with a diagonal Gaussian policy
+    against float64 NumPy/scipy (normal log-densities and entropies): ratios spread around
+    the clip, both sides of it."""
+    params, traj = _impala_case(seed=3, gaussian=True)
+    rng = np.random.default_rng(4)
+    adv = rng.normal(size=(_T, _B)).astype(np.float32)
+    targets = rng.normal(size=(_T, _B)).astype(np.float32)
+    old_value = rng.normal(size=(_T, _B)).astype(np.float32)
+    batch = losses.PPOBatch(obs=traj.obs, action=traj.action,
+                            behaviour_logits=traj.behaviour_logits, old_value=old_value,
+                            advantages=adv, targets=targets)
+    loss, m = losses.ppo_loss(params, _linear_apply, batch, clip_eps=0.2, vf_coef=0.5,
+                              ent_coef=0.01, clip_vloss=False, norm_adv=False)
+    obs = np.asarray(traj.obs, np.float64)
+    log_pa, mu_log_pa, ent = _np_log_probs(params, obs @ np.asarray(params["wp"], np.float64),
+                                           traj)
+    ratio = np.exp(log_pa - mu_log_pa)
+    assert 0.0 < np.mean(np.abs(ratio - 1.0) > 0.2) < 1.0
+    policy = -np.mean(np.minimum(ratio * adv, np.clip(ratio, 0.8, 1.2) * adv))
+    value = 0.5 * np.mean((obs @ np.asarray(params["wv"], np.float64) - targets) ** 2)
+    want = dict(policy=policy, value=value, entropy=np.mean(ent),
+                total=policy + 0.5 * value - 0.01 * np.mean(ent),
+                approx_kl=np.mean((ratio - 1.0) - np.log(ratio)),
+                clip_frac=np.mean(np.abs(ratio - 1.0) > 0.2))
+    np.testing.assert_allclose(loss, want["total"], atol=1e-5, rtol=1e-5)
+    for name, w in want.items():
+        np.testing.assert_allclose(getattr(m, name), w, atol=1e-5, rtol=1e-5, err_msg=name)
+    # The log-std is learned through the surrogate and the entropy bonus.
+    grad = jax.grad(lambda p: losses.ppo_loss(p, _linear_apply, batch, clip_eps=0.2,
+                                              vf_coef=0.5, ent_coef=0.01)[0])(params)
+    assert np.all(np.asarray(grad["log_std"]) != 0.0)

@@ -58,13 +58,14 @@ def test_network_output_shapes_and_dtypes(name, obs_shape, obs_dtype, num_action
         params = image_params(name)
     else:
         params = jax.jit(net.init)(jax.random.key(0), obs[:1])
-    logits, value = jax.jit(net.apply)(params, obs)
+    dist, value = jax.jit(net.apply)(params, obs)
+    logits = dist.logits
     assert logits.shape == (N, num_actions) and logits.dtype == jnp.float32
     assert value.shape == (N,) and value.dtype == jnp.float32
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     # Rows are independent: one observation alone gives the same outputs.
-    logits1, value1 = jax.jit(net.apply)(params, obs[1:2])
-    np.testing.assert_allclose(logits1[0], logits[1], atol=1e-5, rtol=1e-4)
+    dist1, value1 = jax.jit(net.apply)(params, obs[1:2])
+    np.testing.assert_allclose(dist1.logits[0], logits[1], atol=1e-5, rtol=1e-4)
     np.testing.assert_allclose(value1[0], value[1], atol=1e-5, rtol=1e-4)
 
 
@@ -94,8 +95,8 @@ def test_mlp_orthogonal_init_scales():
         if "bias" in jax.tree_util.keystr(leaf_path):
             np.testing.assert_array_equal(leaf, 0.0)
     # So the initial policy is near uniform.
-    logits, _ = net.apply({"params": params}, jax.random.normal(jax.random.key(1), (5, 8)))
-    assert np.abs(np.asarray(logits)).max() < 0.1
+    dist, _ = net.apply({"params": params}, jax.random.normal(jax.random.key(1), (5, 8)))
+    assert np.abs(np.asarray(dist.logits)).max() < 0.1
 
 
 @pytest.mark.parametrize("name", ["nature_cnn", "impala_resnet"])
@@ -144,7 +145,8 @@ def test_recurrent_unroll_equals_cell_stepped_by_hand(recurrent_case):
     stepped in a Python loop with the core's params, its state set to zeros before each step
     whose observation starts an episode, between the torso and the heads applied apart."""
     cell, net, params, obs, core, first = recurrent_case
-    logits, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    dist, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    logits = dist.logits
     p = params["params"]
     t, n = first.shape
     feat = networks.MLPActorCritic(num_actions=2, heads=False).apply(
@@ -158,8 +160,8 @@ def test_recurrent_unroll_equals_cell_stepped_by_hand(recurrent_case):
         keep = ~first[step][:, None]
         carry = jax.tree.map(lambda s, keep=keep: jnp.where(keep, s, 0.0), carry)
         carry, y = ref_cell.apply({"params": p["core"][cell]}, carry, feat[step])
-        ref_logits, ref_value = heads.apply({"params": p["heads"]}, y)
-        np.testing.assert_allclose(logits[step], ref_logits, atol=1e-5, rtol=1e-5)
+        ref_dist, ref_value = heads.apply({"params": p["heads"]}, y)
+        np.testing.assert_allclose(logits[step], ref_dist.logits, atol=1e-5, rtol=1e-5)
         np.testing.assert_allclose(value[step], ref_value, atol=1e-5, rtol=1e-5)
     ref_h = carry[1] if cell == "lstm" else carry
     np.testing.assert_allclose(core_t.h, ref_h, atol=1e-5, rtol=1e-5)
@@ -167,7 +169,7 @@ def test_recurrent_unroll_equals_cell_stepped_by_hand(recurrent_case):
         np.testing.assert_allclose(core_t.c, carry[0], atol=1e-5, rtol=1e-5)
     # A reset really forgets: env 1 restarts at step 3 whatever its start state was.
     other = jax.tree.map(lambda x: x.at[1].set(0.0), core)
-    logits_other = jax.jit(net.apply)(params, obs, other, first)[0]
+    logits_other = jax.jit(net.apply)(params, obs, other, first)[0].logits
     np.testing.assert_allclose(logits_other[3:, 1], logits[3:, 1], atol=1e-6)
 
 
@@ -176,17 +178,18 @@ def test_recurrent_steps_carry_in_carry_out_equal_unroll(recurrent_case):
     into the next, gives the unroll's logits, values and final state; ``unroll_network``
     returns the unroll's logits and values."""
     _, net, params, obs, core, first = recurrent_case
-    logits, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    dist, value, core_t = jax.jit(net.apply)(params, obs, core, first)
+    logits = dist.logits
     step = jax.jit(lambda o, c, f: networks.step_network(net.apply, params, o, c, f))
     carry = core
     for t in range(obs.shape[0]):
-        lg, v, carry = step(obs[t], carry, first[t])
-        np.testing.assert_allclose(lg, logits[t], atol=1e-5, rtol=1e-5)
+        d, v, carry = step(obs[t], carry, first[t])
+        np.testing.assert_allclose(d.logits, logits[t], atol=1e-5, rtol=1e-5)
         np.testing.assert_allclose(v, value[t], atol=1e-5, rtol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5),
                  carry, core_t)
-    lg, v = jax.jit(lambda: networks.unroll_network(net.apply, params, obs, core, first))()
-    np.testing.assert_allclose(lg, logits, atol=1e-6)
+    d, v = jax.jit(lambda: networks.unroll_network(net.apply, params, obs, core, first))()
+    np.testing.assert_allclose(d.logits, logits, atol=1e-6)
     np.testing.assert_allclose(v, value, atol=1e-6)
 
 

@@ -6,13 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlcore.seeding import (
-    action_noise,
-    actions_from_noise,
-    per_env_keys,
-    rollout_keys,
-    sample_actions,
-)
+from rlcore.seeding import per_env_keys, rollout_keys
 
 
 def test_rollout_keys_equal_per_step_keys():
@@ -25,11 +19,3 @@ def test_rollout_keys_equal_per_step_keys():
     other = rollout_keys(root, env_ids, 8, 6)
     assert not np.array_equal(jax.random.key_data(keys), jax.random.key_data(other))
 
-
-def test_noise_samples_the_same_actions_as_categorical():
-    keys = rollout_keys(jax.random.key(0), jnp.arange(16), 0, 50)
-    logits = jax.random.normal(jax.random.key(1), (50, 16, 3))
-    noise = action_noise(keys, 3)
-    for t in range(50):
-        np.testing.assert_array_equal(sample_actions(keys[t], logits[t]),
-                                      actions_from_noise(noise[t], logits[t]))

@@ -108,7 +108,7 @@ BAD = [
     _row("anakin", "env_id", "Breakout-v5", "is not a jittable (Anakin) env"),
     _row("sebulba", "env_id", "envpool:Breakout-MinAtar", "unknown env"),
     _row("anakin", "env_id", "envpool:CartPole-v1", "is not a jittable (Anakin) env"),
-    _row("anakin", "env_id", "Pendulum-v1", "continuous actions"),
+    _row("anakin", "env_id", "Reacher-misc", "continuous gymnax env not supported"),
     _row("anakin", "debug.nan_at_update", 1.5, "must be an integer"),
     # Anakin's own fields.
     _row("anakin", "num_devices", 5, "must be 0 (all) or 1..4, got 5"),
@@ -198,6 +198,9 @@ def test_nan_learning_rate_message_names_nan():
     ("anakin", "memory_ppo"),
     ("sebulba", "memory_ppo"),
     ("anakin", "masked_cartpole_ppo"),
+    ("anakin", "pendulum_ppo"),
+    ("sebulba", "pendulum_ppo"),
+    ("sebulba", "halfcheetah_ppo"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -210,7 +213,7 @@ def test_every_runnable_config_is_listed():
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
               "atari_ppo", "atari_impala", "atari_ppo_2core", "memory_ppo",
-              "masked_cartpole_ppo"}
+              "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 

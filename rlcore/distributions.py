@@ -1,0 +1,202 @@
+"""Action distributions as objects: what a policy head returns and what every consumer of the
+policy (rollouts, actors, evaluation, losses) calls.
+
+- ``Categorical``: discrete actions, int32 ``[...]`` from ``logits [..., A]``.
+- ``DiagGaussian``: box actions, float32 ``[..., D]`` from ``mean [..., D]`` and ``log_std
+  [..., D]`` (the policy head's log-std is one learned vector, state-independent as in
+  CleanRL's continuous PPO, broadcast to the mean's shape). Actions are sampled unbounded;
+  the env adapters clip them to the action bounds, and log-probabilities are those of the
+  unclipped sample.
+
+Both are named pytrees (``flax.struct.dataclass``), so ``jax.tree.map`` reshapes and slices
+them and they pass through ``jit``, ``vmap`` and ``scan``. Methods, for a distribution of
+batch shape ``S``:
+
+- ``sample(key)``: one action per row ``[*S, ...]`` with one key;
+- ``sample_rows(keys)``: rows ``[N]`` with one key each (``keys [N]``): the actors' rule;
+- ``noise(keys, spec)`` (classmethod) and ``sample_from_noise(noise)``: the same samples as
+  ``sample_rows`` with randomness drawn ahead (Anakin draws a rollout's noise before its
+  steps);
+- ``log_prob(action) [*S]``, ``entropy() [*S]``, both at once ``log_prob_entropy(action)``,
+  ``mode() [*S, ...]`` (the greedy action: argmax, or the mean);
+- ``params() [*S, P]`` and ``from_params(params)`` (classmethod): the flat float32 vector a
+  Trajectory stores as ``behaviour_logits`` (categorical: the logits, ``P = A``, bit for bit;
+  Gaussian: ``concatenate([mean, log_std], -1)``, ``P = 2 D``).
+
+``distribution_for(spec)`` is the one place that chooses the family from the env's action
+space (``EnvSpec.action_shape``: ``()`` discrete, ``(D,)`` a box).
+"""
+
+from __future__ import annotations
+
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rlcore.types import EnvSpec
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@struct.dataclass
+class Categorical:
+    """A categorical distribution over ``A`` actions per row.
+
+    Attributes:
+      logits: ``[*S, A]`` float32 unnormalised log-probabilities.
+    """
+
+    logits: jax.Array
+
+    @classmethod
+    def from_head(cls, module: nn.Module, out: jax.Array) -> "Categorical":
+        """The distribution of a policy head's dense output ``out [N, A]`` (``module``:
+        the network, unused)."""
+        del module
+        return cls(logits=out)
+
+    @staticmethod
+    def param_size(spec: EnvSpec) -> int:
+        """P: floats per row of ``params()``, ``A``."""
+        return spec.num_actions
+
+    @classmethod
+    def from_params(cls, params: jax.Array) -> "Categorical":
+        """The distribution whose ``params()`` are ``params [*S, A]``."""
+        return cls(logits=params)
+
+    def params(self) -> jax.Array:
+        """``[*S, A]``: the logits."""
+        return self.logits
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """Gumbel-max samples int32 ``[*S]`` (``jax.random.categorical``)."""
+        return jax.random.categorical(key, self.logits).astype(jnp.int32)
+
+    def sample_rows(self, keys: jax.Array) -> jax.Array:
+        """int32 ``[N]``: row ``i`` sampled with ``keys[i]`` (``S = (N,)``)."""
+        return jax.vmap(lambda d, k: d.sample(k))(self, keys)
+
+    @staticmethod
+    def noise(keys: jax.Array, spec: EnvSpec) -> jax.Array:
+        """Gumbel noise ``[*K, A]`` for keys ``[*K]``: ``sample_from_noise`` of it equals
+        ``sample_rows(keys)`` (how ``jax.random.categorical`` samples)."""
+        flat = keys.reshape(-1)
+        noise = jax.vmap(lambda k: jax.random.gumbel(k, (spec.num_actions,)))(flat)
+        return noise.reshape(keys.shape + (spec.num_actions,))
+
+    def sample_from_noise(self, noise: jax.Array) -> jax.Array:
+        """``argmax(logits + noise)``: int32 ``[*S]``."""
+        return jnp.argmax(self.logits + noise, axis=-1).astype(jnp.int32)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        """``log pi(action)`` ``[*S]`` of int ``action [*S]``."""
+        log_p = jax.nn.log_softmax(self.logits)
+        return jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0]
+
+    def entropy(self) -> jax.Array:
+        """``-sum_a pi(a) log pi(a)``: ``[*S]``."""
+        return self.log_prob_entropy(None)[1]
+
+    def log_prob_entropy(self, action: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+        """``(log_prob(action), entropy())`` from one ``log_softmax`` (what the losses
+        differentiate: one node, so the gradient sums its two uses in one fixed order);
+        ``action`` None: log-prob None."""
+        log_p = jax.nn.log_softmax(self.logits)
+        log_pa = (None if action is None else
+                  jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0])
+        return log_pa, -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+
+    def mode(self) -> jax.Array:
+        """The most probable action, int32 ``[*S]`` (argmax; the lowest index on ties)."""
+        return jnp.argmax(self.logits, axis=-1).astype(jnp.int32)
+
+
+@struct.dataclass
+class DiagGaussian:
+    """A Gaussian with diagonal covariance over ``D``-dimensional actions per row.
+
+    Attributes:
+      mean: ``[*S, D]`` float32.
+      log_std: ``[*S, D]`` float32 log standard deviations.
+    """
+
+    mean: jax.Array
+    log_std: jax.Array
+
+    # Initial value of the policy head's state-independent log-std (CleanRL: zeros, std 1).
+    INIT_LOG_STD = 0.0
+
+    @classmethod
+    def from_head(cls, module: nn.Module, out: jax.Array) -> "DiagGaussian":
+        """The distribution of a policy head's dense output ``out [N, D]`` (the mean) and
+        the learned vector ``log_std [D]``, a parameter of ``module`` (inside its compact
+        call), broadcast over rows."""
+        log_std = module.param("log_std", nn.initializers.constant(cls.INIT_LOG_STD),
+                               (out.shape[-1],))
+        return cls(mean=out, log_std=jnp.broadcast_to(log_std, out.shape))
+
+    @staticmethod
+    def param_size(spec: EnvSpec) -> int:
+        """P: floats per row of ``params()``, ``2 D``."""
+        return 2 * spec.num_actions
+
+    @classmethod
+    def from_params(cls, params: jax.Array) -> "DiagGaussian":
+        """The distribution whose ``params()`` are ``params [*S, 2 D]``."""
+        mean, log_std = jnp.split(params, 2, axis=-1)
+        return cls(mean=mean, log_std=log_std)
+
+    def params(self) -> jax.Array:
+        """``[*S, 2 D]``: ``concatenate([mean, log_std], -1)``."""
+        return jnp.concatenate([self.mean, self.log_std], axis=-1)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """``mean + exp(log_std) * N(0, 1)``: float32 ``[*S, D]``, unbounded."""
+        return self.sample_from_noise(jax.random.normal(key, self.mean.shape))
+
+    def sample_rows(self, keys: jax.Array) -> jax.Array:
+        """float32 ``[N, D]``: row ``i`` sampled with ``keys[i]`` (``S = (N,)``)."""
+        return jax.vmap(lambda d, k: d.sample(k))(self, keys)
+
+    @staticmethod
+    def noise(keys: jax.Array, spec: EnvSpec) -> jax.Array:
+        """Standard normal noise ``[*K, D]`` for keys ``[*K]``: ``sample_from_noise`` of it
+        equals ``sample_rows(keys)``."""
+        flat = keys.reshape(-1)
+        noise = jax.vmap(lambda k: jax.random.normal(k, (spec.num_actions,)))(flat)
+        return noise.reshape(keys.shape + (spec.num_actions,))
+
+    def sample_from_noise(self, noise: jax.Array) -> jax.Array:
+        """``mean + exp(log_std) * noise``: float32 ``[*S, D]``."""
+        return self.mean + jnp.exp(self.log_std) * noise
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        """``sum_d log N(action_d; mean_d, std_d^2)``: ``[*S]`` of ``action [*S, D]``."""
+        z = (action - self.mean) * jnp.exp(-self.log_std)
+        return jnp.sum(-0.5 * jnp.square(z) - self.log_std - 0.5 * LOG_2PI, axis=-1)
+
+    def entropy(self) -> jax.Array:
+        """``sum_d (0.5 + 0.5 log(2 pi) + log_std_d)``: ``[*S]``."""
+        return jnp.sum(0.5 + 0.5 * LOG_2PI + self.log_std, axis=-1)
+
+    def log_prob_entropy(self, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(log_prob(action), entropy())``."""
+        return self.log_prob(action), self.entropy()
+
+    def mode(self) -> jax.Array:
+        """The mean, ``[*S, D]`` (the env adapter clips it like any action)."""
+        return self.mean
+
+
+Distribution = Categorical | DiagGaussian
+
+
+def distribution_for(spec: EnvSpec) -> type[Categorical] | type[DiagGaussian]:
+    """The family of ``spec``'s action space: ``Categorical`` for discrete actions
+    (``action_shape == ()``), ``DiagGaussian`` for a box ``(D,)``. The one place that tells
+    the two apart."""
+    return DiagGaussian if spec.action_shape else Categorical
