@@ -101,11 +101,12 @@ def test_optimizer_leaves_the_statistics_alone():
     obs = jnp.asarray(_batches(seed=3, n=1, shape=(32, 3))[0])
     want = net.net.apply(params.net, jnp.clip(
         (obs - stats.mean[None]) / jnp.sqrt(stats.var[None] + 1e-8), -2.0, 2.0))
-    for got, w in zip(net.apply(params, obs), want, strict=True):
-        np.testing.assert_allclose(got, w, rtol=1e-6)
+    (dist, value), (want_dist, want_value) = net.apply(params, obs), want
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    np.testing.assert_allclose(dist.params(), want_dist.params(), rtol=1e-6)
     opt = optax.adam(1e-2)
     opt_state = opt.init(params)
-    loss = lambda p: jnp.sum(net.apply(p, obs)[1] ** 2) + jnp.sum(net.apply(p, obs)[0])
+    loss = lambda p: jnp.sum(net.apply(p, obs)[1] ** 2) + jnp.sum(net.apply(p, obs)[0].params())
 
     @jax.jit
     def step(params, opt_state):
