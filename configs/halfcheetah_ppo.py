@@ -13,8 +13,9 @@ inference batched 32-fold (one policy call per 32 env steps). The price: GAE ove
 rollouts instead of 2048. Actors and learner share device 0, one actor thread, the
 ``cleanba`` pipeline (one update of policy lag, reproducible).
 
-Not in this branch: CleanRL's observation normalisation and reward scaling (issue 21 point
-2), which its published figures include.
+CleanRL's observation normalisation and reward scaling (clip 10 each), which its published
+figures include, are on (``rlcore/normalize.py``); truncations at the 1000-step limit
+bootstrap on the final observation's value (``bootstrap_time_limits``, base's default).
 """
 
 from configs import base
@@ -31,5 +32,7 @@ def get_config():
     c.num_minibatches = 32         # minibatches of 64 (step, env) samples
     c.clip_vloss = True            # CleanRL continuous PPO
     c.ent_coef = 0.0               # CleanRL continuous PPO
+    c.normalize_obs = True         # CleanRL continuous PPO (NormalizeObservation, clip 10)
+    c.normalize_reward = True      # CleanRL continuous PPO (NormalizeReward, clip 10)
     c.log_every = 5                # in updates (about 10k env steps)
     return c

@@ -4,7 +4,7 @@ CleanRL's continuous PPO (``ppo_continuous_action.py``; /work/shared/REFERENCE.m
 fits: separate 2x64 tanh actor and critic, a state-independent log-std initialised to 0,
 actions clipped to the bounds (+-2) by the env adapter, 10 epochs, clip 0.2 with value
 clipping, GAE 0.95, no entropy bonus, gradient clip 0.5, lr annealed to 0. Changed for
-Pendulum without observation or reward normalisation (not in this branch): more envs (16 x
+Pendulum, without observation or reward normalisation (off here, as measured): more envs (16 x
 64 steps, where CleanRL runs 1 x 2048 on MuJoCo), 8 minibatches, discount 0.9 (RL Baselines3
 Zoo's Pendulum PPO: gamma 0.9, 10 epochs), lr 2e-3, 200k steps.
 
