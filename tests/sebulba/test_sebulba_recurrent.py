@@ -14,7 +14,15 @@ import pytest
 
 from configs import memory_ppo
 from sebulba.train import prepare, train
-from tests.helpers import assert_rows_close, checkpoint_steps, read_metrics, reproducible_part
+from runtime.stats import parse_table
+from tests.helpers import (
+    assert_rows_close,
+    checkpoint_steps,
+    read_metrics,
+    read_video,
+    reproducible_part,
+    run_entry,
+)
 
 needs_3 = pytest.mark.skipif(jax.device_count() < 3, reason="needs 3 (fake) devices")
 
@@ -131,3 +139,20 @@ def test_recurrent_resume_restarts_cores_and_agrees(plain, tmp_path):
     assert [r["update"] for r in lines] == [1, 2, 3, 4, 5]
     assert lines[:3] == reproducible_part(rows)[:3]
     assert lines == reproducible_part(read_metrics(tmp_path / "again"))
+
+
+@needs_3
+def test_evaluate_command_with_a_core(plain, tmp_path):
+    """``sebulba.evaluate --greedy --video`` restores the GRU agent of the small run and
+    plays Recall with the host policy carrying its core: every episode is 6 steps and
+    scores +1 or -1, and the video shows the first one."""
+    video = tmp_path / "recall.gif"
+    proc = run_entry("sebulba.evaluate", [f"--workdir={plain[2]}", "--episodes=4",
+                                          "--greedy", f"--video={video}"])
+    assert proc.returncode == 0, proc.stderr
+    table = parse_table(proc.stdout)
+    assert table["length"]["min"] == table["length"]["max"] == 6.0, proc.stdout
+    assert table["return"]["min"] >= -1.0 and table["return"]["max"] <= 1.0, proc.stdout
+    # the writer's count: a gif reader merges the identical blank frames
+    assert f"video: {video} (6 frames of " in proc.stdout
+    assert read_video(str(video)).shape[0] >= 2
