@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from configs import memory_ppo
-from sebulba.train import prepare, train
 from runtime.stats import parse_table
+from sebulba.train import prepare, train
 from tests.helpers import (
     assert_rows_close,
     checkpoint_steps,
