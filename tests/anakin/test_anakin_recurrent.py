@@ -68,7 +68,7 @@ def test_recall_needs_memory(memory_runs):
     assert lstm[-1]["eval/episode_length"] == 6.0
 
 
-def test_masked_cartpole_needs_memory(tmp_path):
+def test_masked_cartpole_needs_memory():
     """CartPole seeing only ``[x, theta]`` (configs/masked_cartpole_ppo.py at lr 4e-3, 51,200
     env steps, a line every 5 updates): the LSTM agent's logged mean return reaches 100,
     which the feed-forward agent of the same torso, trained on the whole budget, does not
