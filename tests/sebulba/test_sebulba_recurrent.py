@@ -1,6 +1,7 @@
 """Sebulba with recurrent agents (issue 20): actors carry each env's core state across
 rollouts and ship the start state and episode starts; the cleanba pipeline stays identical
-under actor jitter and with 1 or 2 actor threads; Recall (a memory task, own jittable env
+under actor jitter and with 1 or 2 actor threads; a resumed run restarts its actors from zero
+core states and two resumes from one checkpoint agree; Recall (a memory task, own jittable env
 on the host) is learnt with the LSTM core and not without it."""
 
 from __future__ import annotations
@@ -12,8 +13,16 @@ import numpy as np
 import pytest
 
 from configs import memory_ppo
+from runtime.stats import parse_table
 from sebulba.train import prepare, train
-from tests.helpers import assert_rows_close, reproducible_part
+from tests.helpers import (
+    assert_rows_close,
+    checkpoint_steps,
+    read_metrics,
+    read_video,
+    reproducible_part,
+    run_entry,
+)
 
 needs_3 = pytest.mark.skipif(jax.device_count() < 3, reason="needs 3 (fake) devices")
 
@@ -58,23 +67,32 @@ def _small(threads, jitter=0):
     debug = memory_ppo.get_config().debug  # every debug knob at its default but the jitter
     debug.actor_jitter_ms = jitter
     return _config(recurrent="gru", num_envs=8, num_steps=8, total_env_steps=8 * 8 * 5,
-                   log_every=1, num_actor_threads=threads, debug=debug)
+                   log_every=1, num_actor_threads=threads, debug=debug,
+                   checkpoint_every=3)  # with a workdir: checkpoints at 3 and 5
 
 
-def _run(config):
+def _run(config, workdir=None):
     """The logged rows and the learner's batches (numpy) of a run."""
     batches = {}
-    rows = train(config, None,
+    rows = train(config, workdir,
                  on_batch=lambda u, b: batches.__setitem__(u, jax.tree.map(np.asarray, b)))
     return rows, batches
 
 
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """``(rows, batches, workdir)`` of the plain small run (1 thread, no jitter), shared by
+    the jitter and the resume tests."""
+    workdir = tmp_path_factory.mktemp("plain") / "run"
+    return (*_run(_small(1), str(workdir)), workdir)
+
+
 @needs_3
-def test_recurrent_cleanba_identical_under_jitter_and_threads():
+def test_recurrent_cleanba_identical_under_jitter_and_threads(plain):
     """A GRU agent, cleanba: 1 actor thread with and without jitter log identical metrics;
     2 threads (jittered) give the learner the same batches (core start states, episode
     starts and observations exactly, logits to 1e-5) and the same metrics to 1e-4."""
-    plain, batches = _run(_small(1))
+    plain, batches, _ = plain
     jittered, _ = _run(_small(1, jitter=20))
     two, two_batches = _run(_small(2, jitter=20))
     assert len(plain) == 5
@@ -90,3 +108,51 @@ def test_recurrent_cleanba_identical_under_jitter_and_threads():
         np.testing.assert_allclose(a.behaviour_logits, b.behaviour_logits, atol=1e-5)
     assert np.all(batches[0].core_state.h == 0) and batches[0].first[0].all()
     assert np.any(batches[2].core_state.h != 0)  # carried over from the previous rollout
+
+
+@needs_3
+def test_recurrent_resume_restarts_cores_and_agrees(plain, tmp_path):
+    """A GRU agent, cleanba, 5 updates with a checkpoint at update 3, resumed there twice:
+    what sebulba/actor.py documents. The resumed actors restart from zero core states with
+    every episode starting (their envs re-seeded from (seed, update)) where the first run
+    carried its states on; each run keeps the lines up to the checkpoint, and the two
+    resumes give the same batches and metrics."""
+    import shutil
+
+    rows, first, workdir = plain
+    assert checkpoint_steps(workdir) == [3, 5]
+    shutil.copytree(workdir, tmp_path / "run")
+    shutil.rmtree(tmp_path / "run" / "checkpoints" / "5")
+    shutil.copytree(tmp_path / "run", tmp_path / "again")
+    config = _small(1)
+    _, resumed = _run(config, str(tmp_path / "run"))
+    _, again = _run(config, str(tmp_path / "again"))
+    assert sorted(resumed) == sorted(again) == [3, 4]
+    assert np.any(first[3].core_state.h != 0)
+    assert np.all(resumed[3].core_state.h == 0) and resumed[3].first[0].all()
+    assert not np.array_equal(resumed[3].obs, first[3].obs)  # other cues: envs re-seeded
+    assert np.any(resumed[4].core_state.h != 0)  # carried on after the restart
+    for u in (3, 4):
+        for a, b in zip(jax.tree.leaves(resumed[u]), jax.tree.leaves(again[u])):
+            np.testing.assert_array_equal(a, b)
+    lines = reproducible_part(read_metrics(tmp_path / "run"))
+    assert [r["update"] for r in lines] == [1, 2, 3, 4, 5]
+    assert lines[:3] == reproducible_part(rows)[:3]
+    assert lines == reproducible_part(read_metrics(tmp_path / "again"))
+
+
+@needs_3
+def test_evaluate_command_with_a_core(plain, tmp_path):
+    """``sebulba.evaluate --greedy --video`` restores the GRU agent of the small run and
+    plays Recall with the host policy carrying its core: every episode is 6 steps and
+    scores +1 or -1, and the video shows the first one."""
+    video = tmp_path / "recall.gif"
+    proc = run_entry("sebulba.evaluate", [f"--workdir={plain[2]}", "--episodes=4",
+                                          "--greedy", f"--video={video}"])
+    assert proc.returncode == 0, proc.stderr
+    table = parse_table(proc.stdout)
+    assert table["length"]["min"] == table["length"]["max"] == 6.0, proc.stdout
+    assert table["return"]["min"] >= -1.0 and table["return"]["max"] <= 1.0, proc.stdout
+    # the writer's count: a gif reader merges the identical blank frames
+    assert f"video: {video} (6 frames of " in proc.stdout
+    assert read_video(str(video)).shape[0] >= 2
