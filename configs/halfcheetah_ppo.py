@@ -16,6 +16,10 @@ rollouts instead of 2048. Actors and learner share device 0, one actor thread, t
 CleanRL's observation normalisation and reward scaling (clip 10 each), which its published
 figures include, are on (``rlcore/normalize.py``); truncations at the 1000-step limit
 bootstrap on the final observation's value (``bootstrap_time_limits``, base's default).
+
+Measured (seeds 0-2, one run each, side by side on a 2-core host, 3.8 min each, 2026-12-02):
+mean return over the last 20% of the 1M steps 1509, 1596, 1580 (mean 1562; CleanRL
+publishes 1442.64 +- 46.03); without the normalisation seed 0 reached 1029.
 """
 
 from configs import base
