@@ -6,8 +6,9 @@ that costs time is written here once, so that ``--budget_scale`` can shrink a wh
 tests and notebooks.
 
 - ``architectures``: Anakin against Sebulba, PPO and IMPALA, on CartPole-v1 (gymnax's in both
-  modes, ``gymnax:CartPole-v1``) and Breakout-MinAtar, with matched hyperparameters (the same
-  envs, rollout length and so global batch, epochs, minibatches, learning rate and budget).
+  modes, ``gymnax:CartPole-v1``) and Breakout-MinAtar, and PPO on the continuous Pendulum-v1
+  (gymnax's, a Gaussian policy), with matched hyperparameters (the same envs, rollout length
+  and so global batch, epochs, minibatches, learning rate and budget).
   Anakin trains all seeds as one program (``num_seeds``), Sebulba one program per seed.
 - ``pipelines``: Sebulba PPO on EnvPool CartPole-v1, ``sync`` / ``cleanba`` / ``async`` x actor
   jitter 0, 10, 50 ms x 1 and 2 actor threads.
@@ -23,7 +24,7 @@ import dataclasses
 from typing import Any
 
 # Return thresholds of the "env steps / wall-clock to threshold" columns.
-THRESHOLDS = {"CartPole-v1": 475.0, "Breakout-MinAtar": 10.0}
+THRESHOLDS = {"CartPole-v1": 475.0, "Breakout-MinAtar": 10.0, "Pendulum-v1": -400.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +90,11 @@ ARCH_SETTINGS = (
             "minatar_breakout_impala.py", "Breakout-MinAtar",
             (("num_envs", 128), ("num_steps", 20), ("num_epochs", 1), ("num_minibatches", 4)),
             1_500_000),
+    # Continuous control: configs/pendulum_ppo.py in both modes (Sebulba serves gymnax's
+    # Pendulum on a host device), a Gaussian policy, CleanRL's normalisation on.
+    Setting("Pendulum-v1", "ppo", "pendulum_ppo.py", "pendulum_ppo.py", "gymnax:Pendulum-v1",
+            (("num_envs", 16), ("num_steps", 64), ("num_epochs", 10), ("num_minibatches", 8),
+             ("normalize_obs", True), ("normalize_reward", True)), 204_800),
 )
 
 PIPELINES = ("sync", "cleanba", "async")

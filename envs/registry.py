@@ -317,6 +317,7 @@ RETURN_RANGES: dict[str, tuple[float | None, float | None]] = {
     "Catch-bsuite": (-1.0, 1.0),
     "Recall": (-1.0, 1.0),
     "MaskedCartPole": (0.0, 500.0),
+    "Pendulum-v1": (None, 0.0),  # 200 steps of a reward in [-16.3, 0]
     "Breakout-MinAtar": (0.0, None),
     "Asterix-MinAtar": (0.0, None),
     "Freeway-MinAtar": (0.0, None),

@@ -23,7 +23,7 @@ MATCHED = ("env_id", "algorithm", "network", "num_envs", "num_steps", "num_epoch
            "num_minibatches", "learning_rate", "anneal_lr", "optimizer", "adam_eps",
            "max_grad_norm", "total_env_steps", "gamma", "gae_lambda", "clip_eps", "clip_vloss",
            "norm_adv", "vf_coef", "ent_coef", "vtrace_lambda", "clip_rho", "clip_pg_rho",
-           "log_every")
+           "log_every", "normalize_obs", "normalize_reward", "bootstrap_time_limits")
 
 
 def _config(cell):
@@ -35,7 +35,8 @@ def _config(cell):
 def test_architectures_cells_have_matched_hyperparameters():
     cells = ablate_suites.suite_cells("architectures", num_seeds=2)
     anakin = [c for c in cells if c.mode == "anakin"]
-    assert len(anakin) == 4 and len(cells) == 4 * 3
+    assert len(anakin) == 5 and len(cells) == 5 * 3
+    assert {c.field("env") for c in anakin} == {"CartPole-v1", "Breakout-MinAtar", "Pendulum-v1"}
     for a in anakin:
         ca = _config(a)
         assert ca.num_seeds == 2 and a.seeds == (0, 1)
