@@ -155,6 +155,13 @@ def step_bytes(spec: EnvSpec, *, with_value: bool, prepared: int = 0) -> int:
     return action + 4 + 1 + 1 + params + 4 * with_value + prepared
 
 
+def optional_step_bytes(config) -> int:
+    """Bytes per env step of the trajectory's optional float32 fields: the value of a
+    truncated episode's final observation (``bootstrap_time_limits``) and the discounted
+    return (``normalize_reward``)."""
+    return 4 * bool(config.bootstrap_time_limits) + 4 * bool(config.normalize_reward)
+
+
 @functools.lru_cache(maxsize=64)
 def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool,
                   recurrent: str = NO_CORE, hidden_size: int = 128) -> NetworkSizes:
@@ -322,7 +329,8 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
                           config.recurrent, config.recurrent_hidden)
     t, b = config.num_steps, config.num_envs // num_shards
     o = obs_bytes(spec)
-    r = step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
+    r = (step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
+         + optional_step_bytes(config))
     samples = t * b // config.num_minibatches // microbatches  # one chunk's
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
@@ -347,10 +355,11 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
                           if mode.host_memory is not None else 0)
 
 
-def rollout_bytes(t: int, n: int, spec: EnvSpec) -> int:
+def rollout_bytes(t: int, n: int, spec: EnvSpec, optional: int = 0) -> int:
     """One rollout of ``n`` envs as actors ship it: ``(t + 1) * n`` obs and ``t * n`` steps of
-    the other fields (no values)."""
-    return (t + 1) * n * obs_bytes(spec) + t * n * step_bytes(spec, with_value=False)
+    the other fields (no values; ``optional``: ``optional_step_bytes``)."""
+    return (t + 1) * n * obs_bytes(spec) + t * n * (step_bytes(spec, with_value=False)
+                                                     + optional)
 
 
 def _meminfo_bytes(field: str) -> int | None:

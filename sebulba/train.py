@@ -110,9 +110,10 @@ def host_bytes(config, spec, num_processes: int = 1) -> int:
     fields (actors ship no values)."""
     threads = len(config.actor_device_ids) * config.num_actor_threads
     local_envs = config.num_envs // num_processes
-    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec)
+    optional = memory.optional_step_bytes(config)
+    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec, optional)
     return (QUEUE_DEPTH * threads * per_thread
-            + memory.rollout_bytes(config.num_steps, local_envs, spec))
+            + memory.rollout_bytes(config.num_steps, local_envs, spec, optional))
 
 
 def devices_used(config, num_shards: int, num_processes: int) -> int:

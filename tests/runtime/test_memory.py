@@ -29,8 +29,15 @@ def test_cartpole_parts_by_hand():
     est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
     t, b = 16, 4  # 8 envs over 2 shards
     assert est.rollout_obs == (t + 1) * b * 4 * 4
-    # action, reward, terminated, truncated, 2 logits, behaviour value, PPO's 3 values
-    assert est.trajectory == t * b * (4 + 4 + 1 + 1 + 8 + 4 + 12)
+    # action, reward, terminated, truncated, 2 logits, behaviour value, PPO's 3 values, the
+    # final observation's value (bootstrap_time_limits, on by default)
+    assert est.trajectory == t * b * (4 + 4 + 1 + 1 + 8 + 4 + 12 + 4)
+    c.bootstrap_time_limits, c.normalize_reward = False, True  # + the discounted return
+    assert memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2).trajectory == (
+        est.trajectory)
+    c.normalize_reward = False
+    assert memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2).trajectory == (
+        est.trajectory - t * b * 4)
     assert est.params_optimizer == 2 * sizes.params + sizes.opt_state
     samples = t * b // 2
     assert est.minibatch == samples * int(16 + memory.BACKWARD_FACTOR
@@ -225,8 +232,9 @@ def test_normal_configs_accepted():
 def test_sebulba_host_bytes_and_check(monkeypatch):
     c = cartpole_ppo_sebulba.get_config()
     c.num_envs, c.num_steps, c.num_actor_threads = 8, 10, 2
-    per_thread = (10 + 1) * 4 * 16 + 10 * 4 * (4 + 4 + 1 + 1 + 8)  # 4 envs per thread
-    whole = (10 + 1) * 8 * 16 + 10 * 8 * (4 + 4 + 1 + 1 + 8)
+    # 4 envs per thread; the final observation's value (bootstrap_time_limits) is shipped
+    per_thread = (10 + 1) * 4 * 16 + 10 * 4 * (4 + 4 + 1 + 1 + 8 + 4)
+    whole = (10 + 1) * 8 * 16 + 10 * 8 * (4 + 4 + 1 + 1 + 8 + 4)
     assert sebulba_train.host_bytes(c, CARTPOLE) == 3 * 2 * per_thread + whole
     est = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1)
     assert est.host == 3 * 2 * per_thread + whole
