@@ -204,7 +204,7 @@ def restore_latest(workdir: str, like, mode: str):
     """
     from runtime.checkpoint import Checkpointer, DamagedCheckpoint
 
-    ckpt = Checkpointer(workdir)
+    ckpt = _vanishing_steps_retried(lambda: Checkpointer(workdir))
     try:
         step = ckpt.latest_step()
         if step is None:
@@ -215,7 +215,7 @@ def restore_latest(workdir: str, like, mode: str):
             except DamagedCheckpoint as e:
                 # A run training in ``workdir`` may have deleted this step (max_to_keep)
                 # while it was read: then the newest finished one is read instead.
-                ckpt.reload()
+                _vanishing_steps_retried(ckpt.reload)
                 newest = ckpt.latest_step()
                 if newest is None or (newest == step and step in ckpt.steps()):
                     raise EvalError(
@@ -227,6 +227,19 @@ def restore_latest(workdir: str, like, mode: str):
                         f"{LIVE_RETRIES} reads in a row (a run saving very often?); try again")
     finally:
         ckpt.close()
+
+
+def _vanishing_steps_retried(read):
+    """``read()`` (open or reload a checkpoint manager, which lists every step's files),
+    tried again when a step vanished while it was listed: a run training in the workdir
+    deletes its oldest checkpoint as it saves one (max_to_keep). Raises the last
+    FileNotFoundError after ``LIVE_RETRIES`` tries."""
+    for attempt in range(LIVE_RETRIES):
+        try:
+            return read()
+        except FileNotFoundError:
+            if attempt == LIVE_RETRIES - 1:
+                raise
 
 
 # ----------------------------------------------------------------------------- driver

@@ -81,3 +81,37 @@ def test_a_damaged_config_json_is_one_line(tmp_path, text, problem):
     with pytest.raises(ev.EvalError, match=f"^--workdir: .*config.json {problem}") as e:
         ev.load_config(str(tmp_path))
     assert "\n" not in str(e.value)
+
+
+def test_restore_latest_lists_again_when_a_step_vanished_while_listed(tmp_path, monkeypatch):
+    """A run training in the workdir deletes its oldest checkpoint as it saves one: opening
+    the checkpoint manager (which lists every step's files) can then meet a step that is
+    gone. The reader lists again (a full suite met it once: ``no such file or directory:
+    .../checkpoints/147``); after ``LIVE_RETRIES`` such failures it gives up."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from runtime import checkpoint
+
+    state = {"w": jnp.arange(3.0)}
+    saver = checkpoint.Checkpointer(str(tmp_path))
+    saver.save(5, state)
+    saver.close()
+    opened = []
+
+    class PrunedWhileListed(checkpoint.Checkpointer):
+        def __init__(self, *args, **kwargs):
+            opened.append(1)
+            if len(opened) <= failures:
+                raise FileNotFoundError(2, "No such file or directory", "checkpoints/4")
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "Checkpointer", PrunedWhileListed)
+    failures = ev.LIVE_RETRIES - 1
+    restored, step = ev.restore_latest(str(tmp_path), state, "anakin")
+    assert step == 5 and np.array_equal(restored["w"], state["w"])
+    assert len(opened) == ev.LIVE_RETRIES
+    opened.clear()
+    failures = ev.LIVE_RETRIES
+    with pytest.raises(FileNotFoundError):
+        ev.restore_latest(str(tmp_path), state, "anakin")
