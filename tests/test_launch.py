@@ -388,6 +388,31 @@ def _read_lines(stream, lines: list[str], seen: threading.Event, marker: str) ->
             seen.set()
 
 
+def _signal_process_1(proc, marker: str, sig, settle_s: float = 0.0):
+    """Once a line of the launcher's stderr holds ``marker`` (within 150 s), waits
+    ``settle_s`` and sends ``sig`` to process 1; returns ``(launcher exit code, seconds from
+    the signal to its exit, its stderr)``. Whatever happens, the launcher and its processes
+    end, and none may outlive it."""
+    lines, running = [], threading.Event()
+    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines, running, marker),
+                              daemon=True)
+    reader.start()
+    try:
+        assert running.wait(150), "".join(lines)[-3000:]
+        time.sleep(settle_s)
+        os.kill(_pids("".join(lines))[1], sig)
+        sent = time.monotonic()
+        code = proc.wait(timeout=90)
+        took = time.monotonic() - sent
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        left = _kill_alive(_pids("".join(lines)))
+    assert not left, "processes outlived the launcher"
+    return code, took, "".join(lines)
+
+
 @pytest.mark.parametrize("mode", ["anakin", "sebulba"])
 def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
     """SIGKILL of process 1 mid-run (a checkpoint every update, so it may land in a save, a
@@ -401,25 +426,9 @@ def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
                       "--timeout_s=170", "--", sys.executable, "-m", f"{mode}.main",
                       f"--config={CONFIG_FILES[mode]}", f"--workdir={tmp_path / 'run'}",
                       *flags])
-    lines, running = [], threading.Event()
-    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines, running,
-                                                        "[p0] update "), daemon=True)
-    reader.start()
-    try:
-        assert running.wait(120), "".join(lines)[-3000:]
-        pids = _pids("".join(lines))
-        os.kill(pids[1], signal.SIGKILL)
-        killed_at = time.monotonic()
-        code = proc.wait(timeout=90)
-        elapsed = time.monotonic() - killed_at
-        reader.join(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        left = _kill_alive(_pids("".join(lines)))
-    assert not left, "processes outlived the launcher"
-    assert code != 0 and elapsed < 60, (code, elapsed, "".join(lines)[-3000:])
-    assert "launch: p1 exited with 137" in "".join(lines)
+    code, elapsed, err = _signal_process_1(proc, "[p0] update ", signal.SIGKILL)
+    assert code != 0 and elapsed < 60, (code, elapsed, err[-3000:])
+    assert "launch: p1 exited with 137" in err
 
 
 # --- a signal to one Sebulba process stops both ----------------------------------------------
@@ -436,24 +445,8 @@ def test_a_signal_to_one_sebulba_process_stops_both_within_seconds(tmp_path):
                "--config.checkpoint_every=0"]
     proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--grace_s=30",
                       "--timeout_s=170", "--", *command, "--config.debug.learner_delay_ms=10000"])
-    lines, running = [], threading.Event()
-    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines, running,
-                                                        "[p0] update 1/"), daemon=True)
-    reader.start()
-    try:
-        assert running.wait(150), "".join(lines)[-3000:]
-        time.sleep(1.0)  # update 2 is in flight (held 10 s)
-        os.kill(_pids("".join(lines))[1], signal.SIGINT)
-        sent = time.monotonic()
-        code = proc.wait(timeout=60)
-        took = time.monotonic() - sent
-        reader.join(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        left = _kill_alive(_pids("".join(lines)))
-    err = "".join(lines)
-    assert not left, "processes outlived the launcher"
+    # 1 s after update 1's line, update 2 is in flight (held 10 s)
+    code, took, err = _signal_process_1(proc, "[p0] update 1/", signal.SIGINT, settle_s=1.0)
     assert code == 130 and took < 6, (took, err[-3000:])
     stop_lines = [ln for ln in err.splitlines() if "SIGINT: " in ln]
     assert len(stop_lines) == 1 and stop_lines[0].startswith(
