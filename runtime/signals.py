@@ -15,7 +15,10 @@ handler at all. So, while ``Signals`` is installed:
   within ``GRACE_S`` (``acting()``, called as it starts its final checkpoint), prints one line
   and ends the process with the code (``os._exit``: metrics lines are written line by line;
   the last checkpoint on disk stays, a save cut short is never taken as a step);
-- a second signal ends the process at once the same way (the watcher sees it too).
+- a second signal ends the process at once the same way (the watcher sees it too). One
+  that comes within ``DUPLICATE_S`` of the first is the same signal delivered twice, not a
+  second one: ``timeout`` signals its command and then the command's process group, and a
+  terminal's Ctrl-C reaches a launcher and its processes alike.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from runtime.command import EXIT_SIGINT, EXIT_SIGTERM
 
 CODES = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 GRACE_S = 8.0  # the loop's time to begin acting on a signal before the watcher ends the run
+DUPLICATE_S = 0.5  # a signal this soon after the first is the same one delivered twice
 
 
 class Signals:
@@ -43,6 +47,7 @@ class Signals:
 
     def __init__(self):
         self.exit_code: int | None = None
+        self.first_at: float | None = None  # time.monotonic() of the first signal
         self.phase = "starting"
         self._in_loop = False
         self._acting = threading.Event()
@@ -92,15 +97,18 @@ class Signals:
     def _handle(self, signum, frame):
         del frame
         if self.exit_code is not None:
+            if time.monotonic() - self.first_at < DUPLICATE_S:
+                return  # the first signal delivered twice
             _end(self.exit_code, f"{signal.Signals(signum).name} again: stopped at once, "
                                  "without a new checkpoint")
-        self.exit_code = CODES[signum]
+        self.exit_code, self.first_at = CODES[signum], time.monotonic()
         if not self._in_loop:
             raise SystemExit(self.exit_code)
 
     def _watch(self, r: int) -> None:
         wanted = {int(sig) for sig in CODES}
         seen: list[int] = []
+        first_at = 0.0
         deadline = None
         while True:
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -114,7 +122,11 @@ class Signals:
                     os.close(r)
                     return
                 ours = [b for b in data if b in wanted]  # other handlers' signals: not ours
-                seen += ours
+                now = time.monotonic()
+                if ours and not seen:
+                    seen, first_at = ours[:1], now  # copies within DUPLICATE_S: the same one
+                elif ours and now - first_at >= DUPLICATE_S:
+                    seen += ours
                 if len(seen) >= 2:
                     _end(self.exit_code or CODES[signal.Signals(seen[0])],
                          f"{signal.Signals(seen[-1]).name} again: stopped at once, without a "

@@ -83,6 +83,25 @@ def test_a_second_signal_ends_the_process_at_once():
                                         "checkpoint"]
 
 
+def test_one_signal_delivered_twice_at_once_is_one_signal():
+    """``timeout`` sends SIGTERM to its command and then to the command's process group: two
+    copies close together are the first signal, not a second one (which would end the run
+    at once without its checkpoint: a `timeout 180 python -m sebulba.main ...` did), so the
+    loop gets its grace. The copies 50 ms apart, so that both are delivered (the kernel
+    merges a signal still pending)."""
+    proc = _start("training")
+    t0 = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    returncode, err, _ = _signal_and_wait(proc, 0, GRACE_S + 5)  # signal 0: sends nothing
+    took = time.monotonic() - t0
+    assert returncode == 143 and GRACE_S - 0.5 < took < GRACE_S + 2, (took, err)
+    assert err.strip().splitlines() == [
+        f"SIGTERM during training: stopped without a new checkpoint (the run reached no "
+        f"point to save within {GRACE_S:g} s)"]
+
+
 def test_a_loop_that_acts_is_let_finish():
     returncode, err, took = _signal_and_wait(_start("acting"), signal.SIGTERM, GRACE_S + 10)
     assert returncode == 143 and took > GRACE_S + 2 and err == "", err
