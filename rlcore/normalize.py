@@ -182,7 +182,7 @@ def maybe_normalized(net, obs_shape, normalize_obs: bool, normalize_reward: bool
 
 def reward_scaling(config) -> tuple[float, float] | None:
     """``(gamma, clip)`` of a config's reward scaling, None where ``normalize_reward`` is off
-    (a sweep's agents share the first variant's gamma here)."""
+    (a sweep of gamma is refused with it: ``runtime.config``)."""
     if not config.normalize_reward:
         return None
     return float(config.gamma), float(config.normalize_reward_clip)

@@ -275,6 +275,10 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
         require(all(v > 0 for v in fields["max_grad_norm"]),
                 "sweep.max_grad_norm", "swept values must be > 0 (0, no clipping, changes "
                 "the optimizer's structure)")
+    if "gamma" in fields:  # the running return's discount is the program's, not an agent's
+        require(not config.normalize_reward, "sweep.gamma",
+                "cannot be swept with normalize_reward (its running discounted return uses "
+                "one gamma for every agent of the program); run one gamma per program")
     # Each value once, in a config that differs from the base only there: the checks of a
     # sweepable field read no other sweepable field, so this is every variant's check, in
     # time linear in the values (not their product).

@@ -140,6 +140,8 @@ BAD = [
     _row("anakin", "sweep.gamma", (0.9, 1.5), "must be <= 1.0, got 1.5"),
     _row("anakin", "sweep.ent_coef", ("a",), "values must be numbers"),
     _row("anakin", "sweep.max_grad_norm", (0.5, 0.0), "swept values must be > 0"),
+    _row("anakin", "sweep.gamma", (0.9, 0.99), "cannot be swept with normalize_reward",
+         also={"normalize_reward": True}),
     _row("sebulba", "sweep.learning_rate", (1e-3, 1e-4), "Sebulba trains one agent per run",
          field="sweep"),
     # Multi-process fields (before the runtime joins).
