@@ -21,8 +21,11 @@ demo: $(STAMP)
 	rm -rf $(DEMO_DIR)
 	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=$(DEMO_DIR)
 
+# Two pytest-xdist workers (TEST_WORKERS=0: one process, no workers).
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.anakin_throughput

@@ -9,6 +9,7 @@ import numpy as np
 
 from runtime.metrics import is_clock_key
 from runtime.video import quiet_fork
+from tests import fast_compile
 
 
 def read_metrics(workdir: str) -> list[dict]:
@@ -51,10 +52,21 @@ def assert_rows_close(rows_a: list[dict], rows_b: list[dict], tol: float = 1e-4)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def entry_env() -> dict:
-    """Environment for an entry-point subprocess: CPU, one device (no fake-device flag)."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
+def xla_flags(*flags: str) -> str:
+    """``XLA_FLAGS`` for a test's subprocess: ``flags`` and this test's fast-compile flag
+    (tests/fast_compile.py; none in an ``optimized`` test)."""
+    fast = [f for f in os.environ.get("XLA_FLAGS", "").split() if f == fast_compile.XLA_FLAG]
+    return " ".join((*flags, *fast))
+
+
+def entry_env(optimized: bool = False) -> dict:
+    """Environment for an entry-point subprocess: CPU, one device (no fake-device flag), this
+    test's compile settings, or XLA's defaults where ``optimized`` (tests/fast_compile.py)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags())
+    if optimized:
+        env.update({fast_compile.ENV: "0", "XLA_FLAGS": ""})
+    if not env["XLA_FLAGS"]:
+        env.pop("XLA_FLAGS")
     return env
 
 

@@ -38,7 +38,9 @@ def config_for(mode: str):
 
 def main(mode, process_id, port, workdir):
     os.environ["JAX_PLATFORMS"] = "cpu"
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    # The caller's flags (the test session's compile settings) and two fake devices.
+    os.environ["XLA_FLAGS"] = " ".join((*os.environ.get("XLA_FLAGS", "").split(),
+                                        "--xla_force_host_platform_device_count=2"))
     config = config_for(mode)
     config.num_processes = 2
     config.process_id = int(process_id)

@@ -24,7 +24,14 @@ from ml_collections import ConfigDict
 from runtime import distributed
 from runtime.distributed import data_mesh
 from runtime.launch import free_port
-from tests.helpers import REPO, assert_rows_close, checkpoint_steps, entry_env, read_metrics
+from tests.helpers import (
+    REPO,
+    assert_rows_close,
+    checkpoint_steps,
+    entry_env,
+    read_metrics,
+    xla_flags,
+)
 from tests.multiprocess_worker import config_for
 
 CONFIG_FILES = {"anakin": "configs/cartpole_ppo.py", "sebulba": "configs/cartpole_ppo_sebulba.py"}
@@ -364,7 +371,7 @@ def test_slurm_step_joins_by_itself():
         for i in range(2):
             env = {**entry_env(), **SLURM, "SLURM_NTASKS": "2", "SLURM_PROCID": str(i),
                    "SLURM_LOCALID": str(i), "JAX_COORDINATOR_PORT": str(port),
-                   "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+                   "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=2")}
             procs.append(subprocess.Popen([sys.executable, "-c", JOIN], cwd=REPO, env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True, start_new_session=True))

@@ -35,19 +35,19 @@ def one_device_mesh():
     return data_mesh(jax.devices()[:1])
 
 
-@pytest.mark.parametrize("make_config", [cartpole_ppo.get_config, cartpole_impala.get_config],
-                         ids=["ppo", "impala"])
-def test_cartpole_reaches_threshold(make_config, tmp_path, request):
-    config = make_config()
-    if make_config is cartpole_ppo.get_config:
-        # The whole ``make demo`` run, which test_anakin_evaluate.py evaluates too
-        # (tests/conftest.py).
-        rows = request.getfixturevalue("cartpole_ppo_demo_run").rows
-    else:
-        # Stopped at the first line at SOLVED (tests/threshold.py): the run up to it is the
-        # whole budget's run.
-        rows = train_to_return(anakin_trainer, SOLVED, config, str(tmp_path),
-                               mesh=one_device_mesh())
+def test_cartpole_ppo_reaches_threshold(cartpole_ppo_demo_run):
+    """The whole ``make demo`` run, which test_anakin_evaluate.py evaluates too
+    (tests/conftest.py)."""
+    rows = cartpole_ppo_demo_run.rows
+    assert rows[-1]["env_steps"] <= cartpole_ppo.get_config().total_env_steps
+    assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
+
+
+def test_cartpole_impala_reaches_threshold(tmp_path):
+    """Stopped at the first line at SOLVED (tests/threshold.py): the run up to it is the whole
+    budget's run."""
+    config = cartpole_impala.get_config()
+    rows = train_to_return(anakin_trainer, SOLVED, config, str(tmp_path), mesh=one_device_mesh())
     assert rows[-1]["env_steps"] <= config.total_env_steps
     assert best_return(rows) >= SOLVED, [r["episode_return"] for r in rows]
 
@@ -171,6 +171,7 @@ def test_nan_rewards_fail_the_run():
         train(config, None, mesh=one_device_mesh())
 
 
+@pytest.mark.optimized
 def test_minatar_breakout_return_rises():
     """The MinAtar Breakout config (MinAtar CNN), shrunk to 32 envs and 205k steps: the mean
     return rises from near the random policy's (~1) by at least 2. The full 10M-step run is

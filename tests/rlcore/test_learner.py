@@ -15,6 +15,7 @@ from rlcore import learner, losses, returns
 from rlcore.algorithms import PPO, Impala, make_algorithm
 from rlcore.networks import MLPActorCritic
 from rlcore.types import LearnerState, Trajectory
+from tests.helpers import xla_flags
 
 SCRIPT = Path(__file__).with_name("multidevice_learner_script.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ def _run_script(tmp_path_factory, which):
     out = tmp_path_factory.mktemp("multidevice") / "out.npz"
     # PYTHONPATH: the script runs as a file, so without it a git worktree's run would import
     # the packages of the editable install's checkout instead of the worktree's.
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    env = dict(os.environ, XLA_FLAGS=xla_flags("--xla_force_host_platform_device_count=4"),
                JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
                                                         os.environ.get("PYTHONPATH")])))

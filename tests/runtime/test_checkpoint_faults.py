@@ -86,6 +86,7 @@ def _save_until_killed(workdir, rng, timeout_s: float = 60) -> tuple[int, float]
     return int(saved[-1][1]), seconds
 
 
+@pytest.mark.optimized
 def test_sigkill_during_saves_leaves_the_latest_step_restorable(tmp_path):
     rng = np.random.default_rng(0)
     mid_save = 0

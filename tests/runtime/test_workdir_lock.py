@@ -63,6 +63,7 @@ def _train(workdir, seed: int) -> subprocess.Popen:
                             text=True)
 
 
+@pytest.mark.optimized
 @pytest.mark.parametrize("first", [0, 1])
 def test_two_runs_on_one_workdir_one_trains_the_other_exits_2(tmp_path, first):
     """Started 0.2 s apart (``first`` says which seed starts first): exactly one trains to
@@ -99,6 +100,7 @@ def _tree(workdir) -> dict[str, tuple[int, int]]:
     return out
 
 
+@pytest.mark.optimized
 def test_evaluate_reads_a_live_run_and_never_writes_there(tmp_path):
     """``anakin.evaluate`` on a workdir whose run checkpoints every update (keeping three):
     three evaluations in a row each restore a finished checkpoint and exit 0; after the run,

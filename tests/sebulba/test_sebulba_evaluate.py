@@ -45,6 +45,7 @@ def test_cartpole_run_prints_the_table(tmp_path):
     assert 8 <= table["length"]["min"] <= table["length"]["max"] <= 500
 
 
+@pytest.mark.optimized
 @pytest.mark.slow
 def test_atari_human_normalised_score_and_rgb_video(tmp_path):
     """A 1-update Breakout-v5 run (tiny sizes; Nature CNN, which compiles faster than the
