@@ -166,9 +166,8 @@ def _compile_settings(request, monkeypatch):
     if request.node.get_closest_marker("optimized") is None:
         yield
         return
-    flags = [f for f in os.environ["XLA_FLAGS"].split() if f != fast_compile.XLA_FLAG]
-    monkeypatch.setenv("XLA_FLAGS", " ".join(flags))
-    monkeypatch.setenv(fast_compile.ENV, "0")
+    for name, value in fast_compile.xla_defaults(os.environ).items():
+        monkeypatch.setenv(name, value)
     jax.config.update(fast_compile.CONFIG, False)
     try:
         yield

@@ -12,3 +12,10 @@ run with XLA's defaults. Users' runs always keep XLA's defaults.
 XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"  # in XLA_FLAGS: one setting per process
 ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"  # JAX's default for its flag, read when JAX starts
 CONFIG = "jax_disable_most_optimizations"  # the flag itself, read at every compile
+
+
+def xla_defaults(env) -> dict[str, str]:
+    """The variables that give a process started with ``env`` XLA's defaults: ``ENV`` off and
+    ``XLA_FLAGS`` without ``XLA_FLAG`` (its other flags kept)."""
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if f != XLA_FLAG]
+    return {ENV: "0", "XLA_FLAGS": " ".join(flags)}

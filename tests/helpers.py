@@ -64,7 +64,7 @@ def entry_env(optimized: bool = False) -> dict:
     test's compile settings, or XLA's defaults where ``optimized`` (tests/fast_compile.py)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags())
     if optimized:
-        env.update({fast_compile.ENV: "0", "XLA_FLAGS": ""})
+        env.update(fast_compile.xla_defaults(env))
     if not env["XLA_FLAGS"]:
         env.pop("XLA_FLAGS")
     return env
