@@ -143,6 +143,10 @@ def _die_with_parent_fn():
 # each rank's connections, printed by native code at start, one line per rank.
 CHATTER = re.compile(rb"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\.")
 
+# Serialises every line the launcher writes: the children's (one pump thread per stream)
+# and its own notes.
+_OUTPUT_LOCK = threading.Lock()
+
 
 def _pump(source, sink, prefix: bytes, lock: threading.Lock) -> None:
     """Copies lines from ``source`` (a child's pipe) to ``sink`` (a binary stream), each
@@ -187,7 +191,6 @@ class Group:
         self.signalled = 0                  # the SIGINT/SIGTERM forwarded, if any
         self.signalled_at = 0.0             # when (time.monotonic())
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Starts every process, each in a process group of its own, then the pumps (no
@@ -204,7 +207,7 @@ class Group:
             prefix = f"[p{i}] ".encode()
             for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
                 thread = threading.Thread(target=_pump, daemon=True,
-                                          args=(source, sink.buffer, prefix, self._lock))
+                                          args=(source, sink.buffer, prefix, _OUTPUT_LOCK))
                 thread.start()
                 self._threads.append(thread)
 
@@ -319,7 +322,13 @@ def supervise(group: Group, timeout_s: float | None, signal_grace_s: float
 
 
 def _note(message: str) -> None:
-    print(f"launch: {message}", file=sys.stderr, flush=True)
+    """Writes one ``launch:`` line to stderr, whole: under the pumps' lock, as one write to
+    the byte stream (``print`` writes the text and its newline separately, and a child's
+    line could land between them)."""
+    with _OUTPUT_LOCK:
+        sys.stderr.flush()
+        sys.stderr.buffer.write(f"launch: {message}\n".encode())
+        sys.stderr.buffer.flush()
 
 
 def launch(flags: argparse.Namespace, command: list[str]) -> int:

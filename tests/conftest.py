@@ -25,15 +25,20 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
 
-# Fast compiles for every test not marked `optimized` (tests/fast_compile.py says why): set
-# before JAX starts, and inherited by the processes the tests start.
+# Fast compiles for every test not marked `optimized` (tests/fast_compile.py says why). This
+# process starts JAX's backend without the emitter flag and gets its effect per compile; the
+# processes the tests start inherit both settings through the environment.
 from tests import fast_compile  # noqa: E402
 
-if fast_compile.XLA_FLAG not in os.environ["XLA_FLAGS"].split():
-    os.environ["XLA_FLAGS"] += " " + fast_compile.XLA_FLAG
+os.environ["XLA_FLAGS"] = " ".join(
+    f for f in os.environ["XLA_FLAGS"].split() if f != fast_compile.XLA_FLAG)
 os.environ[fast_compile.ENV] = "1"
 
 import jax  # noqa: E402
+
+jax.devices()  # XLA reads XLA_FLAGS here, once per process
+os.environ["XLA_FLAGS"] += " " + fast_compile.XLA_FLAG
+fast_compile.install()
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 warnings.filterwarnings("error", category=DeprecationWarning, module=r"jax(\.|$)")

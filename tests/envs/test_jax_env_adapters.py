@@ -194,3 +194,34 @@ def test_gymnax_box_spec_and_clipped_actions(env_id, high):
     tame = step(state, jnp.array([high]), jax.random.key(1))
     jax.tree.map(np.testing.assert_array_equal, wild, tame)
     assert wild[1].reward.shape == ()
+
+
+def test_gymnax_render_only_imports_wait_until_used(tmp_path):
+    """Importing the adapter leaves seaborn (and scipy.stats with it) unimported; pyplot and
+    seaborn still work when used, through gymnax's names and ours (a fresh interpreter)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    png = tmp_path / "plot.png"
+    script = f"""
+import sys
+from envs.gymnax import GymnaxEnv
+GymnaxEnv("CartPole-v1")
+assert "scipy.stats" not in sys.modules and "seaborn.palettes" not in sys.modules
+from gymnax.environments.misc import pong
+assert len(pong.sns.color_palette("cubehelix", 3)) == 3 and "seaborn.palettes" in sys.modules
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([0, 1], [1, 0])
+fig.savefig({str(png)!r})
+assert pong.plt.figure is plt.figure is sys.modules["matplotlib.pyplot"].figure
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert proc.returncode == 0, proc.stderr
+    assert png.stat().st_size > 1000
