@@ -264,6 +264,8 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                 t_call = time.perf_counter()
                 state, out = run.call(state, k)
                 out = distributed.to_host(out)
+                if not first:  # debug.learner_delay_ms (a test knob): not the compiling call
+                    _hold(config.debug.learner_delay_ms / 1000, flag)
                 per_update_s = (time.perf_counter() - t_call) / k
                 if first:  # training time counts from here: the call's own time is real
                     rundir.first_call_done(k, per_update_s * k, compile_s=compile_s,
@@ -286,6 +288,13 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     finally:
         rundir.close()
     return rundir.history
+
+
+def _hold(seconds: float, flag: SignalFlag) -> None:
+    """Waits ``seconds``, or until a signal comes."""
+    end = time.perf_counter() + seconds
+    while flag.exit_code is None and (left := end - time.perf_counter()) > 0:
+        time.sleep(min(left, 0.05))
 
 
 def check_fields(config, counts: DeviceCounts) -> int:

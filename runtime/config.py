@@ -360,6 +360,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(updates <= MAX_INT32, "total_env_steps",
             f"{shown(config.total_env_steps)} env steps make {shown(updates)} updates; at most "
             "2**31 - 1 (the int32 update counter)")
+    delay = config.debug.learner_delay_ms
+    require(is_int(delay) and delay >= 0, "debug.learner_delay_ms",
+            f"must be an integer >= 0, got {shown(delay)}")
+    int_at_most("debug.learner_delay_ms", delay)
     for field in DEBUG_FIELDS:
         value = config.debug[field]
         require(is_int(value), f"debug.{field}", f"must be an integer, got {shown(value)}")

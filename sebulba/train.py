@@ -87,10 +87,6 @@ def check_fields(config, counts: DeviceCounts) -> int:
     require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
             f"must be an integer >= 0, got {shown(jitter)}")
     int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
-    delay = config.debug.learner_delay_ms
-    require(is_int(delay) and delay >= 0, "debug.learner_delay_ms",
-            f"must be an integer >= 0, got {shown(delay)}")
-    int_at_most("debug.learner_delay_ms", delay)
     positive_int(config, "num_envs")
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     require(config.num_envs % actors == 0, "num_envs",

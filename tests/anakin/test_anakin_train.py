@@ -139,6 +139,14 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
     assert read_metrics(tmp_path)[-1]["update"] <= steps[-1]
 
 
+def test_learner_delay_holds_every_call_but_the_first():
+    """``debug.learner_delay_ms`` (a test knob): each device call after the first (it
+    compiles) lasts that much longer, which the logged update time shows."""
+    config = _short_config(total_env_steps=16 * 32 * 4, updates_per_call=1, log_every=1)
+    config.debug.learner_delay_ms = 300
+    times = [r["time/update_s"] for r in train(config, None, mesh=one_device_mesh())]
+    assert len(times) == 4 and times[0] < 0.3 <= min(times[1:]), times
+
 
 def test_resume_continues_bitwise(tmp_path):
     """Stopped after update 10 (log windows of 4 do not line up with it), resumed: the

@@ -129,6 +129,7 @@ BAD = [
     _row("sebulba", "debug.actor_jitter_ms", -1, "must be an integer >= 0, got -1"),
     _row("sebulba", "debug.learner_delay_ms", -5, "must be an integer >= 0, got -5"),
     _row("sebulba", "debug.learner_delay_ms", 2**31, "must be at most 2**31 - 1"),
+    _row("anakin", "debug.learner_delay_ms", -1, "must be an integer >= 0, got -1"),
     _row("sebulba", "num_envs", 25, "25 envs do not split over 1 processes x 1 actor devices "
          "x 2 threads"),
     _row("sebulba", "num_actor_threads", 5, "24 envs do not split over 1 processes x 1 actor "

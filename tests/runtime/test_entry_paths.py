@@ -102,7 +102,6 @@ def _damage(workdir, step: int) -> str:
     return step_dir
 
 
-@pytest.mark.optimized
 def test_damaged_latest_checkpoint_resumes_from_the_previous(tmp_path):
     args = [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}"]
     first = run_entry("anakin.main", args, timeout_s=120)
@@ -149,7 +148,6 @@ def _previous_run(workdir) -> None:
         rundir.close()
 
 
-@pytest.mark.optimized
 def test_fresh_moves_the_previous_run_aside_and_starts_at_update_0(tmp_path):
     _previous_run(tmp_path)
     before = read_metrics(tmp_path)

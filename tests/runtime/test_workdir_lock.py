@@ -63,7 +63,6 @@ def _train(workdir, seed: int) -> subprocess.Popen:
                             text=True)
 
 
-@pytest.mark.optimized
 @pytest.mark.parametrize("first", [0, 1])
 def test_two_runs_on_one_workdir_one_trains_the_other_exits_2(tmp_path, first):
     """Started 0.2 s apart (``first`` says which seed starts first): exactly one trains to
@@ -100,15 +99,15 @@ def _tree(workdir) -> dict[str, tuple[int, int]]:
     return out
 
 
-@pytest.mark.optimized
 def test_evaluate_reads_a_live_run_and_never_writes_there(tmp_path):
-    """``anakin.evaluate`` on a workdir whose run checkpoints every update (keeping three):
+    """``anakin.evaluate`` on a workdir whose run checkpoints every update (keeping three;
+    each update held 0.1 s, so that the trainer does not take a core from the evaluations):
     three evaluations in a row each restore a finished checkpoint and exit 0; after the run,
     an evaluation leaves every file of the workdir as it was (names, sizes, times)."""
     args = ["--config=configs/cartpole_ppo.py", f"--workdir={tmp_path}", "--config.num_envs=8",
             "--config.num_steps=16", f"--config.total_env_steps={8 * 16 * 100_000}",
-            "--config.log_every=50", "--config.checkpoint_every=1",
-            "--config.updates_per_call=1"]
+            "--config.log_every=10", "--config.checkpoint_every=1",
+            "--config.updates_per_call=1", "--config.debug.learner_delay_ms=100"]
     trainer = subprocess.Popen([sys.executable, "-m", "anakin.main", *args], cwd=REPO,
                                env=entry_env(), stderr=subprocess.PIPE, text=True)
     evaluate = [sys.executable, "-m", "anakin.evaluate", f"--workdir={tmp_path}",
