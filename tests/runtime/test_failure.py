@@ -137,8 +137,12 @@ def test_full_disk_is_one_line_naming_the_path(tmp_path):
         assert "while saving checkpoint" in proc.stderr.splitlines()[-1]
     with open(details) as f:
         text = f.read()
-    # The checkpoint threads' own reports went to the file, not the console.
-    assert "No space left on device" in text and "absl" in text
+    assert "No space left on device" in text
+    # Where the checkpoint library's threads hit the full disk first (not our own write of
+    # the step's files, which can fill it first), their reports went to the file, not the
+    # console (which held only the one line).
+    if "orbax" in text.split("Traceback")[-1]:
+        assert "absl" in text
     os.remove(details)
 
 
