@@ -96,6 +96,6 @@ def get_config() -> ml_collections.ConfigDict:
     c.debug.actor_jitter_ms = 0     # random extra sleep per actor step (own RNG)
     c.debug.fail_actor_at_update = -1  # raise in actor thread 0 before rollout k (0-based)
     c.debug.nan_at_update = -1      # poison the rewards of rollout k (0-based; update k+1 fails)
-    c.debug.learner_delay_ms = 0    # updates (Anakin: calls) but a run's first (it compiles) last longer
+    c.debug.learner_delay_ms = 0    # updates (Anakin: calls) but the first (compiling) last longer
     c.sweep = sweep_fields(c)       # Anakin: values per number field, one agent each (x seeds)
     return c

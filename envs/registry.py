@@ -3,12 +3,15 @@
 Libraries: ``gymnax`` (every discrete-action id of ``gymnax.registered_envs``:
 ``CartPole-v1``, ``Breakout-MinAtar``, ``Catch-bsuite``, ...), ``own`` (our jittable envs,
 ``OWN_ENVS``: ``Catch``) and ``envpool`` (EnvPool's Atari ``-v5`` ids and ``CartPole-v1``,
-``Acrobot-v1``). gymnax and own envs are jittable; EnvPool envs run on host threads.
+``Acrobot-v1``) and ``brax`` (Brax's envs, ``envs.brax.BRAX_IDS``: ``inverted_pendulum``,
+``hopper``, ...; prefixed ids only). gymnax, own and Brax envs are jittable; EnvPool envs run
+on host threads.
 
 An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is the one rule:
 
-- ``gymnax:NAME``, ``own:NAME``, ``envpool:NAME``: that library's env ``NAME``. Anakin
-  refuses ``envpool:`` (it runs jittable envs only); Sebulba runs all three.
+- ``gymnax:NAME``, ``own:NAME``, ``brax:NAME``, ``envpool:NAME``: that library's env
+  ``NAME``. Anakin refuses ``envpool:`` (it runs jittable envs only); Sebulba runs all four
+  (a Brax env on a host CPU device, as a gymnax one).
 - A bare id resolves to the mode's native library. Own envs also have the bare id
   ``NAME-own`` (``Catch-own`` is ``own:Catch``).
   - Anakin: own, else gymnax. A bare EnvPool-only id (``Breakout-v5``) is refused.
@@ -34,13 +37,13 @@ from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
-GYMNAX, OWN, ENVPOOL = "gymnax", "own", "envpool"
-LIBRARIES = (GYMNAX, OWN, ENVPOOL)
-JITTABLE = (GYMNAX, OWN)
+GYMNAX, OWN, BRAX, ENVPOOL = "gymnax", "own", "brax", "envpool"
+LIBRARIES = (GYMNAX, OWN, BRAX, ENVPOOL)
+JITTABLE = (GYMNAX, OWN, BRAX)
 OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
 # The time-limit argument of each env library (the evaluate commands' ``--max_episode_steps``).
 TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
-                    ENVPOOL: "max_episode_steps"}
+                    BRAX: "episode_length", ENVPOOL: "max_episode_steps"}
 # The libraries whose host envs render RGB frames themselves, and the option that asks them to.
 RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 
@@ -85,6 +88,10 @@ def library_ids(library: str) -> tuple[str, ...]:
         return tuple(jax_gymnax_ids())
     if library == OWN:
         return tuple(OWN_ENVS)
+    if library == BRAX:
+        from envs.brax import BRAX_IDS
+
+        return BRAX_IDS
     try:
         from envs import envpool as envpool_adapter
     except ImportError:
@@ -231,9 +238,13 @@ def host_env_spec(env_id: str) -> EnvSpec:
 
 
 def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
-    """The jittable env ``name`` of ``library`` (``gymnax`` or ``own``)."""
+    """The jittable env ``name`` of ``library`` (``gymnax``, ``own`` or ``brax``)."""
     if library == OWN:
         return OWN_ENVS[name](**overrides)
+    if library == BRAX:
+        from envs.brax import BraxEnv
+
+        return BraxEnv(name, **overrides)
     from envs.gymnax import GymnaxEnv
 
     return GymnaxEnv(name, **overrides)
@@ -318,6 +329,7 @@ RETURN_RANGES: dict[str, tuple[float | None, float | None]] = {
     "Recall": (-1.0, 1.0),
     "MaskedCartPole": (0.0, 500.0),
     "Pendulum-v1": (None, 0.0),  # 200 steps of a reward in [-16.3, 0]
+    "inverted_pendulum": (0.0, 1000.0),  # Brax: 1 a step, 1000 steps
     "Breakout-MinAtar": (0.0, None),
     "Asterix-MinAtar": (0.0, None),
     "Freeway-MinAtar": (0.0, None),
@@ -338,7 +350,8 @@ def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]
     """The env constructor's time-limit argument for ``library`` (``{}`` when 0).
 
     Args:
-      library: ``gymnax``, ``own`` or ``envpool`` (``resolve(env_id, mode).library``).
+      library: ``gymnax``, ``own``, ``brax`` or ``envpool`` (``resolve(env_id,
+        mode).library``).
       max_episode_steps: the limit; 0 keeps the env's own.
 
     Returns:

@@ -1,5 +1,5 @@
 """Sebulba with continuous actions: an EnvPool MuJoCo smoke run (Gaussian policy, box
-actions in the batches, finite losses), a gymnax box env through the jittable-env host
+actions in the batches, finite losses), gymnax and Brax box envs through the jittable-env host
 adapter, and Pendulum PPO (with CleanRL's normalisation) learning to a threshold."""
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ def _tiny(env_id: str):
 
 
 @pytest.mark.parametrize("env_id,dim,bound", [("HalfCheetah-v4", 6, 1.0),
-                                              ("gymnax:Pendulum-v1", 1, 2.0)],
-                         ids=["envpool_mujoco", "gymnax_host"])
+                                              ("gymnax:Pendulum-v1", 1, 2.0),
+                                              ("brax:hopper", 3, 1.0)],
+                         ids=["envpool_mujoco", "gymnax_host", "brax_host"])
 def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
     """Three updates: finite losses; the learner's batches hold float box actions ``[T, b,
     D]`` (the unclipped Gaussian samples, some beyond the bounds: the env adapters clip what
@@ -61,7 +62,8 @@ def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
     if bound == 1.0:
         assert np.abs(traj.action).max() > bound  # unclipped samples are stored
     # Greedy evaluation (the Gaussian's mean) of the checkpoint, with a video: EnvPool's
-    # MuJoCo render needs OpenGL (absent here), so the frames draw the observation.
+    # MuJoCo render needs OpenGL (absent here), and the adapters of gymnax and Brax do not
+    # render, so the frames draw the observation.
     evaluation = evaluate(config, EvalArgs(workdir=str(tmp_path / "run"), episodes=2,
                                            greedy=True, video="v.mp4", max_episode_steps=20))
     np.testing.assert_array_equal(evaluation.results.lengths, [20, 20])
