@@ -55,6 +55,18 @@ def test_pendulum_greedy_evaluation(pendulum_run):
         assert -16.3 * 200 <= r["eval/episode_return"] <= 0.0, r
 
 
+def _three_updates(config) -> list[dict]:
+    """Trains ``config`` (three updates) on one device; checks the updates and that every
+    loss is finite; returns the rows."""
+    prepare(config)
+    rows = train(config, None, mesh=one_device_mesh())
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        losses = [v for k, v in r.items() if k.startswith("loss/")]
+        assert losses and np.all(np.isfinite(losses)), r
+    return rows
+
+
 def test_pendulum_impala_smoke():
     """IMPALA (V-trace) with the Gaussian policy: three small updates, finite losses."""
     config = pendulum_ppo.get_config()
@@ -62,12 +74,7 @@ def test_pendulum_impala_smoke():
     config.num_envs, config.num_steps, config.num_epochs = 4, 8, 1
     config.num_minibatches, config.log_every, config.updates_per_call = 2, 1, 1
     config.total_env_steps = 4 * 8 * 3
-    prepare(config)
-    rows = train(config, None, mesh=one_device_mesh())
-    assert [r["update"] for r in rows] == [1, 2, 3]
-    for r in rows:
-        losses = [v for k, v in r.items() if k.startswith("loss/")]
-        assert losses and np.all(np.isfinite(losses)), r
+    _three_updates(config)
 
 
 def test_brax_inverted_pendulum_smoke():
@@ -80,11 +87,6 @@ def test_brax_inverted_pendulum_smoke():
     config.num_envs, config.num_steps, config.num_epochs = 8, 16, 2
     config.num_minibatches, config.log_every, config.updates_per_call = 2, 1, 3
     config.total_env_steps = 8 * 16 * 3
-    prepare(config)
-    rows = train(config, None, mesh=one_device_mesh())
-    assert [r["update"] for r in rows] == [1, 2, 3]
-    for r in rows:
-        losses = [v for k, v in r.items() if k.startswith("loss/")]
-        assert losses and np.all(np.isfinite(losses)), r
+    rows = _three_updates(config)
     returns = [r["episode_return"] for r in rows if "episode_return" in r]
     assert returns and all(0.0 < x <= 1000.0 for x in returns), rows

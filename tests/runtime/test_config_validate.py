@@ -204,6 +204,9 @@ def test_nan_learning_rate_message_names_nan():
     ("anakin", "pendulum_ppo"),
     ("sebulba", "pendulum_ppo"),
     ("sebulba", "halfcheetah_ppo"),
+    ("anakin", "brax_inverted_pendulum_ppo"),
+    ("sebulba", "brax_inverted_pendulum_ppo"),
+    ("anakin", "brax_hopper_ppo"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -216,7 +219,8 @@ def test_every_runnable_config_is_listed():
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
               "atari_ppo", "atari_impala", "atari_ppo_2core", "memory_ppo",
-              "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo"}
+              "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo",
+              "brax_inverted_pendulum_ppo", "brax_hopper_ppo"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 
