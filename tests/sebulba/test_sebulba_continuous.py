@@ -37,7 +37,7 @@ def _tiny(env_id: str):
 
 @pytest.mark.parametrize("env_id,dim,bound", [("HalfCheetah-v4", 6, 1.0),
                                               ("gymnax:Pendulum-v1", 1, 2.0),
-                                              ("brax:hopper", 3, 1.0)],
+                                              ("brax:inverted_pendulum", 1, 3.0)],
                          ids=["envpool_mujoco", "gymnax_host", "brax_host"])
 def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
     """Three updates: finite losses; the learner's batches hold float box actions ``[T, b,
