@@ -238,10 +238,12 @@ def test_async_pipeline_runs_with_bounded_lag():
 def test_resume_from_checkpoint_continues(tmp_path):
     """Resumed at update 3 (learner state restored, envs re-seeded from (seed, update)): the
     run finishes its budget, keeps the lines up to the checkpoint and replaces the rest;
-    two resumes from one checkpoint agree."""
+    two resumes from one checkpoint agree. With both normalisations: their statistics are
+    in the params (checkpointed, restored, handed to the actors with them)."""
     import shutil
 
-    config = _small("cleanba", 2, checkpoint_every=3)
+    config = _small("cleanba", 2, checkpoint_every=3, normalize_obs=True,
+                    normalize_reward=True)
     train(config, str(tmp_path / "run"))
     original = reproducible_part(read_metrics(tmp_path / "run"))
     for step in checkpoint_steps(tmp_path / "run"):
