@@ -9,7 +9,8 @@ from absl import app, flags
 
 from runtime import entry
 
-FLAGS = entry.define_flags(config="configs/cartpole_ppo.py", workdir="runs/anakin")
+FLAGS = entry.define_flags(config="configs/cartpole_ppo.py", workdir="runs/anakin",
+                           mode="anakin")
 flags.adopt_module_key_flags(entry)  # absl's --help lists only the main module's key flags
 
 

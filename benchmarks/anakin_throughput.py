@@ -20,6 +20,13 @@ For each ``num_envs`` it measures, on the default (first) device:
     whenever the ratio is below 1 (64 to 2048 envs on 2 CPU cores): the parts' times
     are proportions, not additive costs, and leave no "other" cost to read off.
 
+Each row (and the first update of each config, the op profile, each agents and recurrent
+row) runs in a Python process of its own that starts JAX with the XLA CPU intra-op threads a
+run of its size gets (``cpu_threads`` 0, auto: one thread for an update of at most 1024 env
+steps on one device, e.g. the 4-env rows; XLA's one per core above; the "XLA CPU threads"
+column). "CPU s / 1k steps" is the process's CPU seconds (all threads) over the timed
+training calls per 1000 env steps.
+
 Every timing is the best of its timed calls (the host may be shared; the mean training time
 is in the JSON too), after a warm-up or ahead-of-time compile.
 
@@ -57,20 +64,27 @@ import jax.numpy as jnp
 
 from anakin.rollout import make_rollout_fn, reset_envs
 from anakin.train import AnakinRun, prepare
-from benchmarks.common import cpu_s_per_1k, format_table, time_calls, timed
+from benchmarks.common import (
+    cpu_s_per_1k,
+    format_table,
+    in_fresh_process,
+    time_calls,
+    timed,
+    xla_cpu_threads,
+)
 from envs import registry
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
-from runtime.entry import apply_xla_cpu_flags
+from runtime.entry import apply_xla_cpu_flags, cpu_threads_for
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
                  "first call s")
 RECURRENT_HEADERS = ("core", "num_envs", "feed-forward SPS", "recurrent SPS",
                      "recurrent / feed-forward", "first call s")
-HEADERS = ("num_envs", "env steps/s (random)", "train SPS", "CPU s / 1k steps",
-           "train/env ratio", "train ms/update", "rollout ms/update", "update ms/update",
-           "train / (rollout + update)", "first call s")
+HEADERS = ("num_envs", "XLA CPU threads", "env steps/s (random)", "train SPS",
+           "CPU s / 1k steps", "train/env ratio", "train ms/update", "rollout ms/update",
+           "update ms/update", "train / (rollout + update)", "first call s")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -244,7 +258,8 @@ def bench_size(args, num_envs: int) -> dict:
     update_s = update_timing(run, traj, k, repeats)
     steps = num_envs * args.num_steps
     return {
-        "num_envs": num_envs, "repeats": repeats, "breakdown_k": k, "env_sps": env_sps,
+        "num_envs": num_envs, "cpu_threads": xla_cpu_threads(), "repeats": repeats,
+        "breakdown_k": k, "env_sps": env_sps,
         "train_sps": steps / train["update_s"], "train_update_s": train["update_s"],
         "train_update_mean_s": train["update_mean_s"],
         "cpu_s_per_1k": cpu_s_per_1k(train["cpu_update_s"], steps),
@@ -360,7 +375,7 @@ def first_update_s(name: str) -> dict:
 def table_rows(results: list[dict]) -> list[list[str]]:
     """One formatted row per size."""
     ms = lambda s: f"{1e3 * s:.2f}"
-    return [[r["num_envs"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
+    return [[r["num_envs"], r["cpu_threads"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
              f"{r['cpu_s_per_1k']:.4f}", f"{r['train_sps'] / r['env_sps']:.3f}",
              ms(r["train_update_s"]), ms(r["rollout_s"]), ms(r["update_s"]),
              f"{r['train_over_parts']:.2f}",
@@ -379,32 +394,44 @@ def agent_rows(rows: list[dict]) -> list[list[str]]:
              f"{r['first_call_s']:.1f}"] for r in rows]
 
 
+def as_run(config, fn, *args):
+    """``fn(*args)`` in a process of its own whose JAX starts with the XLA CPU threads an
+    Anakin run of ``config`` gets (``runtime.entry.cpu_threads_for``; one for the 4-env
+    rows, XLA's one per core for the larger ones)."""
+    return in_fresh_process(cpu_threads_for(config, "anakin"), fn, *args)
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     # As ``anakin.main`` does, before JAX starts: the CPU runtime flags of the config.
     apply_xla_cpu_flags(bench_config(args.env_id, args.agents_envs, args.num_steps))
     t0 = time.perf_counter()
     names = [n for n in args.first_update_configs.split(",") if n]
-    first = [first_update_s(n) for n in names]
+    first = [as_run(importlib.import_module(f"configs.{n}").get_config(), first_update_s, n)
+             for n in names]
     results = []
     for n in (int(x) for x in args.num_envs.split(",")):
-        results.append(bench_size(args, n))
+        results.append(as_run(bench_config(args.env_id, n, args.num_steps), bench_size, args, n))
         print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-    profile = op_profile(args, args.profile_envs) if args.profile_envs else []
+    profile = (as_run(bench_config(args.env_id, args.profile_envs, args.num_steps), op_profile,
+                      args, args.profile_envs) if args.profile_envs else [])
     agents = []
     for a in (int(x) for x in args.num_seeds.split(",") if x):
-        agents.append(agents_timing(args, a))
+        config = bench_config(args.env_id, args.agents_envs, args.num_steps, a)
+        agents.append(as_run(config, agents_timing, args, a))
         print(f"agents={a} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     recurrent = []
     for core in (x for x in args.recurrent.split(",") if x):
         for n in (int(x) for x in args.recurrent_envs.split(",") if x):
-            recurrent.append(r := recurrent_timing(args, core, n))
+            config = bench_config(args.env_id, n, args.num_steps)
+            recurrent.append(r := as_run(config, recurrent_timing, args, core, n))
             print(f"recurrent {core} num_envs={n} done: feed-forward "
                   f"{r['feed_forward_sps']:,.0f} SPS, recurrent {r['recurrent_sps']:,.0f} SPS "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{args.env_id}, num_steps={args.num_steps}, device={jax.devices()[0]}, "
-          f"load average at end {load}")
+          f"load average at end {load}; each row in a process of its own, its XLA CPU "
+          f"threads as a run of its size gets (config cpu_threads 0, auto)")
     print(format_table(HEADERS, table_rows(results)))
     for f in first:
         print(f"time to first update, configs/{f['config']}.py: {f['seconds']:.1f} s "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -53,3 +55,31 @@ def cpu_s_per_1k(cpu_s: float, env_steps: int) -> float:
     """Process CPU seconds (all threads) per 1000 env steps: ``cpu_s`` spent on
     ``env_steps`` (e.g. one update's mean CPU seconds and its env steps)."""
     return 1000.0 * cpu_s / env_steps
+
+
+def in_fresh_process(threads: int | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a new Python process whose JAX starts with ``threads`` XLA CPU
+    intra-op threads (None: XLA's default, one per core), as a run with that count would:
+    the pool is sized once, when JAX starts, so rows of a table that runs of different
+    sizes would start with different counts are measured each in a process of its own.
+    ``PJRT_NPROC`` set by the user wins. ``fn`` and ``args`` must pickle (module-level)."""
+    from runtime.entry import THREADS_VARIABLE
+
+    saved = os.environ.get(THREADS_VARIABLE)
+    if saved is None and threads:
+        os.environ[THREADS_VARIABLE] = str(threads)
+    try:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+            return pool.submit(fn, *args).result()
+    finally:
+        if saved is None:
+            os.environ.pop(THREADS_VARIABLE, None)
+
+
+def xla_cpu_threads() -> int:
+    """The XLA CPU intra-op pool size of this process: ``PJRT_NPROC`` where set, else one
+    per core the process may run on (XLA's default)."""
+    from runtime.entry import THREADS_VARIABLE
+
+    return int(os.environ.get(THREADS_VARIABLE) or len(os.sched_getaffinity(0)))

@@ -77,6 +77,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.xla_cpu_concurrency_scheduler = True  # XLA CPU's concurrency-optimized scheduler (XLA's
     #                                 default); on, an unrolled update keeps every gradient
     #                                 step's buffers live at once (runtime/memory.py)
+    c.cpu_threads = 0               # XLA CPU intra-op threads (PJRT_NPROC); 0 = auto: 1 for
+    #                                 an Anakin run on one device with <= 1024 env steps per
+    #                                 update (all agents), else XLA's (one per core)
     c.deterministic = False         # GPU: XLA's deterministic ops (slower scatters, reductions)
     # Sebulba.
     c.actor_device_ids = (0,)       # local device indices

@@ -339,6 +339,7 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be at most {MAX_EVAL_ENVS} (host eval seeds stay int32)")
     positive_int(config, "eval_max_steps")
     int_in(config, "update_unroll", AUTO_UNROLL, ">= -1 (-1: auto, 0: fully unrolled)")
+    int_in(config, "cpu_threads", 0, ">= 0 (0: auto)")
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")

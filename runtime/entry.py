@@ -23,7 +23,17 @@ from absl import flags
 from ml_collections import config_flags
 
 from rlcore.errors import ConfigError
-from runtime import cli, command, distributed, failure, memory, run_files, signals, workdir_lock
+from runtime import (
+    cli,
+    command,
+    distributed,
+    failure,
+    memory,
+    run_files,
+    signals,
+    sweep,
+    workdir_lock,
+)
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
 
@@ -46,22 +56,24 @@ class TrainFlags:
     Attributes:
       config, workdir, fresh: absl flag holders of ``--config``, ``--workdir``, ``--fresh``.
       default_config: the config file when the command line names none.
+      mode: ``"anakin"`` or ``"sebulba"`` (its automatic CPU thread count, ``cpu_threads_for``).
     """
 
     config: Any
     workdir: Any
     fresh: Any
     default_config: str
+    mode: str
 
     def parse(self, argv):
         """absl flags parser for ``app.run``: ``parse_flags`` of ``argv`` with
         ``--config=<default_config>`` in front when ``argv`` names no config file."""
         if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
             argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
-        return parse_flags(argv)
+        return parse_flags(argv, self.mode)
 
 
-def define_flags(config: str, workdir: str) -> TrainFlags:
+def define_flags(config: str, workdir: str, mode: str) -> TrainFlags:
     """Defines ``--config`` (default file ``config``), ``--workdir`` (default ``workdir``)
     and ``--fresh``; the entry point adopts them as its key flags for ``--help`` to list
     them (``flags.adopt_module_key_flags(runtime.entry)``) and parses with ``.parse``.
@@ -82,22 +94,23 @@ def define_flags(config: str, workdir: str) -> TrainFlags:
             "previous-<time>/) instead of resuming from its checkpoint."),
     )
     flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
-    return TrainFlags(*holders, default_config=config)
+    return TrainFlags(*holders, default_config=config, mode=mode)
 
 
-def parse_flags(argv):
+def parse_flags(argv, mode: str | None = None):
     """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
     unknown field) becomes one ``config error: <field>: ...`` line and exit code 2. Library
-    logging stays at WARNING unless ``--verbosity`` is given."""
-    return command.parse_flags(argv, _config_problem, _check_config)
+    logging stays at WARNING unless ``--verbosity`` is given. ``mode``: the training
+    command's architecture (``apply_xla_cpu_flags``)."""
+    return command.parse_flags(argv, _config_problem, lambda rest: _check_config(mode))
 
 
-def _check_config(rest) -> None:
-    """A config that failed to load raises here; its XLA CPU flags go in before JAX starts."""
-    del rest
+def _check_config(mode: str | None) -> None:
+    """A config that failed to load raises here; its XLA CPU flags and thread count go in
+    before JAX starts."""
     config = flags.FLAGS["config"].value
     config.to_dict()
-    apply_xla_cpu_flags(config)
+    apply_xla_cpu_flags(config, mode)
 
 
 def _config_problem(e: Exception, argv) -> str:
@@ -286,16 +299,68 @@ XLA_FLAG_FIELDS = {
 }
 
 
-def apply_xla_cpu_flags(config) -> None:
+def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
     """Adds the config's XLA runtime flags (``XLA_FLAG_FIELDS``: the CPU thread pool, GPU
-    determinism) to ``XLA_FLAGS`` (read when JAX starts its backends, so call this first);
-    a flag already in ``XLA_FLAGS`` wins."""
+    determinism) to ``XLA_FLAGS`` and its CPU intra-op thread count (``cpu_threads_for``)
+    to ``PJRT_NPROC``, both read when JAX starts its backends, so call this first; a flag
+    or ``PJRT_NPROC`` already in the environment wins. ``mode``: ``"anakin"``,
+    ``"sebulba"`` or None (evaluation, benchmarks: no automatic thread count)."""
     for field, flag_of in XLA_FLAG_FIELDS.items():
         value = config.get(field)
         flag = flag_of(value) if isinstance(value, bool) else None
         current = os.environ.get("XLA_FLAGS", "")
         if flag is not None and flag.split("=")[0] not in current:
             os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
+    threads = cpu_threads_for(config, mode)
+    if threads and THREADS_VARIABLE not in os.environ:
+        os.environ[THREADS_VARIABLE] = str(threads)
+
+
+# XLA's CPU client sizes its intra-op thread pool from this variable when it starts (else
+# one thread per core it may run on).
+THREADS_VARIABLE = "PJRT_NPROC"
+# Automatic ``cpu_threads``: one intra-op thread for an Anakin update of at most this many
+# env steps (all agents) on one device. Measured with CartPole PPO's 2x64 network on a
+# 2-core host (WORKSPACE-notes.md, twelfth session): one thread is 1.2x the steps/s at 4
+# envs x 128 steps for 0.65x the CPU seconds, 1.13x at 8 envs, 0.94x at 16, 0.8x at 64.
+SMALL_UPDATE_ENV_STEPS = 1024
+
+
+def cpu_threads_for(config, mode: str | None) -> int | None:
+    """XLA CPU intra-op threads for a run: ``config.cpu_threads`` where > 0; for 0 (auto)
+    1 when ``mode`` is ``"anakin"``, the run computes on one local device and one update
+    takes at most ``SMALL_UPDATE_ENV_STEPS`` env steps over all its agents (such an update
+    is a chain of small ops, for which a second pool thread costs more in hand-offs between
+    cores than it computes), else None: XLA's default, one per core. Thread counts do not
+    change results (CPU dots gave equal bits at 1 and 2 threads, WORKSPACE-notes.md).
+    Values validation would refuse give None (it reports them before anything compiles).
+    """
+    value = config.get("cpu_threads", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None
+    if value > 0:
+        return value
+    if mode != "anakin" or _local_devices(config) != 1:
+        return None
+    try:
+        steps = config.num_envs * config.num_steps * sweep.num_agents(config)
+    except (TypeError, AttributeError, KeyError):  # refused by validation later
+        return None
+    return 1 if isinstance(steps, int) and 0 < steps <= SMALL_UPDATE_ENV_STEPS else None
+
+
+def _local_devices(config) -> int | None:
+    """Devices this process computes on, as far as known before JAX starts: the config's
+    ``num_devices`` where set, else the host platform's device count from ``XLA_FLAGS``
+    (1 without the flag); None when the config gives no integer."""
+    value = config.get("num_devices", 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if value > 0:
+        return value
+    found = re.search(r"--xla_force_host_platform_device_count=(\d+)",
+                      os.environ.get("XLA_FLAGS", ""))
+    return int(found.group(1)) if found else 1
 
 
 def prepare(config, mode: ModeChecks) -> None:

@@ -96,6 +96,7 @@ num_devices                 int     -          yes        1
 num_seeds                   int     -          -          -
 xla_cpu_multi_thread_eigen  bool    -          -          -
 xla_cpu_concurrency_scheduler bool  -          yes        -
+cpu_threads                 int     -          yes        -
 deterministic               bool    -          -          -
 actor_device_ids            tuple   -          yes        (0,)
 learner_device_ids          tuple   -          yes        (0,)

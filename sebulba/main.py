@@ -9,7 +9,8 @@ from absl import app, flags
 
 from runtime import entry
 
-FLAGS = entry.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba")
+FLAGS = entry.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
+                           mode="sebulba")
 flags.adopt_module_key_flags(entry)  # absl's --help lists only the main module's key flags
 
 

@@ -1,6 +1,9 @@
-"""benchmarks.anakin_throughput's breakdown columns: what they are, and never negative."""
+"""benchmarks.anakin_throughput's breakdown columns: what they are, and never negative; each
+row runs in a process whose XLA CPU pool is the one a run of its size gets."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -8,7 +11,7 @@ from benchmarks import anakin_throughput as at
 
 
 def _result(train_s: float, rollout_s: float, update_s: float) -> dict:
-    return {"num_envs": 64, "env_sps": 4e6, "train_sps": 64 * 128 / train_s,
+    return {"num_envs": 64, "cpu_threads": 2, "env_sps": 4e6, "train_sps": 64 * 128 / train_s,
             "train_update_s": train_s, "first_call_s": 3.6, "rollout_s": rollout_s,
             "update_s": update_s, "cpu_s_per_1k": at.cpu_s_per_1k(2 * train_s, 64 * 128),
             "train_over_parts": at.train_over_parts(train_s, rollout_s, update_s)}
@@ -34,3 +37,23 @@ def test_breakdown_columns_are_never_negative(train_s):
         train_s / 0.04291, abs=0.005)
     for header, cell in cells.items():
         assert not str(cell).startswith("-"), (header, cell)
+
+
+def _pool() -> tuple[int, int]:
+    """(this process's XLA CPU threads as the benchmark reports them, the pool JAX started)."""
+    import jax
+
+    jax.devices()
+    names = [open(f"/proc/self/task/{t}/comm").read().strip()
+             for t in os.listdir("/proc/self/task")]
+    return at.xla_cpu_threads(), names.count("tf_XLAEigen")
+
+
+@pytest.mark.parametrize("num_envs,threads", [(4, 1), (64, None)])
+def test_each_row_starts_jax_with_its_runs_threads(num_envs, threads, monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)  # one CPU device, as a plain run has
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    expected = threads or len(os.sched_getaffinity(0))
+    assert at.as_run(at.bench_config("CartPole-v1", num_envs, 128), _pool) == (expected,
+                                                                               expected)
+    assert "PJRT_NPROC" not in os.environ  # the parent's environment is left as it was

@@ -89,6 +89,8 @@ BAD = [
     _row("anakin", "adam_eps", -1e-8, "must be >= 0.0"),
     _row("anakin", "rmsprop_decay", 1.01, "must be <= 1.0"),
     _row("anakin", "update_unroll", -2, "must be an integer >= -1"),
+    _row("anakin", "cpu_threads", -1, "must be an integer >= 0 (0: auto)"),
+    _row("sebulba", "cpu_threads", 1.5, "must be an integer >= 0 (0: auto)"),
     _row("anakin", "microbatches", 0, "must be an integer >= 1, or -1 (auto), got 0"),
     _row("anakin", "microbatches", -2, "must be an integer >= 1, or -1 (auto), got -2"),
     _row("sebulba", "microbatches", 5, "envs per minibatch per learner device do not split "

@@ -6,6 +6,8 @@ exit 2; a damaged latest checkpoint is one line, and the run resumes from the pr
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import pytest
@@ -13,11 +15,18 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.entry import apply_xla_cpu_flags, check_workdir, config_file_problem
+from runtime.entry import (
+    THREADS_VARIABLE,
+    apply_xla_cpu_flags,
+    check_workdir,
+    config_file_problem,
+    cpu_threads_for,
+)
 from runtime.rundir import RunDir
 from tests.helpers import (
     checkpoint_steps,
     config_error_lines,
+    entry_env,
     read_metrics,
     reproducible_part,
     run_entry,
@@ -184,6 +193,73 @@ def test_xla_flags_of_the_config(monkeypatch):
     assert os.environ["XLA_FLAGS"] == ("--xla_cpu_multi_thread_eigen=false "
                                        "--xla_cpu_enable_concurrency_optimized_scheduler=false "
                                        "--xla_gpu_deterministic_ops=true")
+
+
+def test_cpu_threads_rule(monkeypatch):
+    """``cpu_threads`` 0 (auto) gives one XLA CPU thread only to a small Anakin update on one
+    device (at most 1024 env steps over all agents); a set value holds in every mode; a
+    value validation refuses gives none (validation names it later)."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    config = base.get_config()
+    config.update(num_envs=4, num_steps=128, num_devices=1)
+    assert cpu_threads_for(config, "anakin") == 1
+    assert cpu_threads_for(config, "sebulba") is None
+    assert cpu_threads_for(config, None) is None
+    config.num_envs = 8  # 1024 env steps: the bound
+    assert cpu_threads_for(config, "anakin") == 1
+    config.num_envs = 16
+    assert cpu_threads_for(config, "anakin") is None
+    config.update(num_envs=4, num_seeds=3)  # 3 agents: 1536 env steps per update
+    assert cpu_threads_for(config, "anakin") is None
+    config.update(num_seeds=1, num_devices=4)
+    assert cpu_threads_for(config, "anakin") is None
+    config.num_devices = 0  # every device: one without the fake-device flag, else its count
+    assert cpu_threads_for(config, "anakin") == 1
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    assert cpu_threads_for(config, "anakin") is None
+    config.cpu_threads = 3
+    assert cpu_threads_for(config, "anakin") == cpu_threads_for(config, "sebulba") == 3
+    config.cpu_threads = -1
+    assert cpu_threads_for(config, "anakin") is None
+    config.cpu_threads = 2
+    monkeypatch.setenv(THREADS_VARIABLE, "5")  # set by the user: it wins
+    apply_xla_cpu_flags(config, "anakin")
+    assert os.environ[THREADS_VARIABLE] == "5"
+    monkeypatch.delenv(THREADS_VARIABLE)
+    apply_xla_cpu_flags(config, "anakin")
+    assert os.environ[THREADS_VARIABLE] == "2"
+
+
+# Parses a training command's flags as its ``python -m`` entry point does, starts JAX and
+# prints PJRT_NPROC and the XLA CPU intra-op pool's thread count (threads "tf_XLAEigen").
+_POOL_SCRIPT = """
+import os, sys
+import importlib
+main = importlib.import_module(sys.argv[1] + ".main")
+main.FLAGS.parse(["prog", *sys.argv[2:]])
+import jax
+jax.devices()
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+print(os.environ.get("PJRT_NPROC"), names.count("tf_XLAEigen"))
+"""
+
+
+@pytest.mark.parametrize("module,args,expected", [
+    ("anakin", [], "1 1"),  # cartpole_ppo: 4 envs x 128 steps on one device
+    ("anakin", ["--config.num_envs=64"], "None {cores}"),
+    ("sebulba", ["--config=configs/cartpole_ppo.py"], "None {cores}"),
+    ("anakin", ["--config.cpu_threads=2"], "2 2"),
+])
+def test_cpu_threads_reach_xla(module, args, expected):
+    """The command line's config sets the XLA CPU pool JAX starts with: one thread for the
+    CartPole default in Anakin, one per core for a larger batch and in Sebulba."""
+    env = entry_env()
+    env.pop(THREADS_VARIABLE, None)
+    proc = subprocess.run([sys.executable, "-c", _POOL_SCRIPT, module, *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cores = len(os.sched_getaffinity(0))
+    assert proc.stdout.split("\n")[-2] == expected.format(cores=cores)
 
 
 def test_deterministic_run_on_cpu_is_reproducible(tmp_path):
