@@ -320,9 +320,9 @@ def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
 # one thread per core it may run on).
 THREADS_VARIABLE = "PJRT_NPROC"
 # Automatic ``cpu_threads``: one intra-op thread for an Anakin update of at most this many
-# env steps (all agents) on one device. Measured with CartPole PPO's 2x64 network on a
-# 2-core host (WORKSPACE-notes.md, twelfth session): one thread is 1.2x the steps/s at 4
-# envs x 128 steps for 0.65x the CPU seconds, 1.13x at 8 envs, 0.94x at 16, 0.8x at 64.
+# env steps (all agents) on one device. Measured with configs/cartpole_ppo.py's network on
+# a 2-core host (WORKSPACE-notes.md, twelfth session): at 4 envs x 128 steps 1.31x the
+# steps/s for 0.57x the CPU seconds; one thread against two: 1.13x at 8 envs, 0.94x at 16.
 SMALL_UPDATE_ENV_STEPS = 1024
 
 
