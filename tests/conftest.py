@@ -140,6 +140,24 @@ def pytest_xdist_make_scheduler(config, log):
 # --- per-test wall and CPU seconds (PODRACER_TEST_TIMES=<file>: one JSON line per test) ----
 
 
+# In-process compile seconds by stage (tracing, lowering, XLA's compile), from JAX's own
+# duration events; subprocesses' compiles are in "cpu" only.
+_JIT_SECONDS: dict[str, float] = {}
+_JIT_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+               "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+               "/jax/core/compile/backend_compile_duration": "compile"}
+
+
+def _count_jit_seconds(event: str, seconds: float, **_) -> None:
+    if event in _JIT_EVENTS:
+        key = _JIT_EVENTS[event]
+        _JIT_SECONDS[key] = _JIT_SECONDS.get(key, 0.0) + seconds
+
+
+if os.environ.get("PODRACER_TEST_TIMES"):
+    jax.monitoring.register_event_duration_secs_listener(_count_jit_seconds)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     path = os.environ.get("PODRACER_TEST_TIMES")
@@ -155,10 +173,11 @@ def pytest_runtest_protocol(item, nextitem):
                      resource.getrusage(resource.RUSAGE_CHILDREN))
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
-    wall0, cpu0 = time.perf_counter(), cpu()
+    wall0, cpu0, jit0 = time.perf_counter(), cpu(), dict(_JIT_SECONDS)
     yield
     line = json.dumps({"test": item.nodeid, "wall": round(time.perf_counter() - wall0, 2),
                        "cpu": round(cpu() - cpu0, 2),
+                       **{k: round(v - jit0.get(k, 0.0), 2) for k, v in _JIT_SECONDS.items()},
                        "worker": os.environ.get("PYTEST_XDIST_WORKER", "-")})
     with open(path, "a") as f:
         f.write(line + "\n")
