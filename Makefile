@@ -31,7 +31,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.anakin_throughput
 	$(PY) -m benchmarks.sebulba_throughput
 
-# Anakin PPO on MinAtar Breakout for 10M env steps (about 15 min on 2 cores): curve + clock.
+# Anakin PPO on MinAtar Breakout for 10M env steps (15-21 min on 2 cores): curve + clock.
 bench-minatar: $(STAMP)
 	$(PY) -m benchmarks.minatar_breakout
 
