@@ -17,7 +17,9 @@ chooses what runs, not what is reported (cells finished in an earlier invocation
 it). ``results.md`` names the cells it has no results of in two lists: not finished (a
 selected cell that failed or was interrupted, or one an earlier invocation left
 unfinished) and not run (not selected by ``--cells``, never started). A failed cell is
-reported with its log file and the others still run (exit code 1 at the end). Several suites:
+reported with its log file and the others still run (exit code 1 at the end). Ctrl-C or
+SIGTERM stops the cell in flight (it starts over next time), writes no report and exits
+130 / 143 with one line; the finished cells are kept. Several suites:
 ``--suite=architectures,pipelines``, each in ``DIR/<suite>`` then. ``--budget_scale``
 multiplies every env-step budget (tests and the notebooks run tiny suites with it).
 """
@@ -30,6 +32,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -174,8 +177,24 @@ def run_cell(cell: Cell, out: str, timeout_s: float) -> tuple[bool, str]:
     return True, log_path
 
 
+class Stopped(Exception):
+    """SIGINT or SIGTERM (``signum``) arrived while cell ``cell`` ran; the cell's process was
+    stopped (``subprocess.run`` kills it and waits before this propagates)."""
+
+    def __init__(self, signum: int, cell: str = ""):
+        super().__init__(signum, cell)
+        self.signum, self.cell = signum, cell
+
+
+def _raise_stopped(signum, frame):
+    for s in (signal.SIGINT, signal.SIGTERM):  # a second signal waits for the first's cleanup
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
 def run_suite(cells: list[Cell], out: str, *, timeout_s: float, progress: bool) -> list[str]:
-    """Runs the cells not done yet; returns the failure messages."""
+    """Runs the cells not done yet; returns the failure messages. Raises ``Stopped`` (with
+    the cell's name) on SIGINT (KeyboardInterrupt) or, under ``python -m``, SIGTERM."""
     from tqdm import tqdm
 
     done = [c for c in cells if is_done(out, c)]
@@ -186,7 +205,12 @@ def run_suite(cells: list[Cell], out: str, *, timeout_s: float, progress: bool) 
     with bar:
         for cell in todo:
             bar.set_postfix_str(cell.name)
-            ok, log_path = run_cell(cell, out, timeout_s)
+            try:
+                ok, log_path = run_cell(cell, out, timeout_s)
+            except KeyboardInterrupt:
+                raise Stopped(signal.SIGINT, cell.name) from None
+            except Stopped as e:
+                raise Stopped(e.signum, cell.name) from None
             if not ok:
                 failures.append(f"{cell.name} failed; its log: {log_path}")
                 bar.write(f"{failures[-1]}", file=sys.stderr)
@@ -341,8 +365,14 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
         t0 = time.perf_counter()
-        failures += run_suite(cells, out, timeout_s=args.cell_timeout_s,
-                              progress=not args.no_progress)
+        try:
+            failures += run_suite(cells, out, timeout_s=args.cell_timeout_s,
+                                  progress=not args.no_progress)
+        except Stopped as e:
+            print(f"ablate: {signal.Signals(e.signum).name} stopped cell {e.cell} of suite "
+                  f"{suite} (it starts over next time); the finished cells are kept in {out}: "
+                  f"run the same command to continue", file=sys.stderr)
+            return 128 + e.signum
         # The whole suite, whatever --cells ran: cells finished earlier are reported.
         files = write_report(suite, every, out, {c.name for c in cells}, args.cells)
         print(f"{suite}: {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote "
@@ -353,4 +383,11 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, _raise_stopped)  # not on import: notebooks call main()
+    signal.signal(signal.SIGINT, _raise_stopped)
+    try:
+        sys.exit(main())
+    except Stopped as stop:  # outside a cell: while parsing or writing a report
+        print(f"ablate: stopped by {signal.Signals(stop.signum).name}; the finished cells are "
+              f"kept: run the same command to continue", file=sys.stderr)
+        sys.exit(128 + stop.signum)

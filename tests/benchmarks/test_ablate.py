@@ -9,8 +9,10 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -307,3 +309,42 @@ def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
     never = [c.name for c in ablate_suites.suite_cells("pipelines", 1)
              if not re.search(r"-(j0|j10)-t1-", c.name)]  # no invocation here selected them
     assert f"Not run (not selected by --cells=^sync-j10-t1-): {', '.join(never)}." in md
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text``."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(pid))
+        except OSError:  # gone meanwhile
+            pass
+    return pids
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_a_signal_stops_the_cell_in_flight_with_one_line(tmp_path, signum):
+    """SIGTERM or SIGINT to the suite while a cell runs: the cell's process is stopped too (no
+    orphan training on), no report is written, one line says how to continue, 143 / 130."""
+    out = tmp_path / "abl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.ablate", "--suite=pipelines", "--seeds=1",
+         f"--out={out}", "--no_progress", "--cells=^sync-j0-t1-"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cell_dir = out / "runs" / "sync-j0-t1-s0"
+    deadline = time.monotonic() + 120
+    while not _processes_naming(str(cell_dir)) and proc.poll() is None:
+        assert time.monotonic() < deadline, "the cell never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # the cell is importing or compiling
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, stderr
+    name = signal.Signals(signum).name
+    assert stderr.splitlines() == [
+        f"ablate: {name} stopped cell sync-j0-t1-s0 of suite pipelines (it starts over next "
+        f"time); the finished cells are kept in {out}: run the same command to continue"]
+    assert _processes_naming(str(cell_dir)) == []
+    assert not (cell_dir / "cell.json").exists() and not (out / "results.md").exists()
