@@ -6,8 +6,9 @@ watches ``metrics.jsonl`` and stops the run with SIGTERM (it checkpoints and exi
 logged mean episode return (game score, unclipped) reaches ``--target`` or the wall-clock
 passes ``--minutes``. Then it prints the return at a few points, when the target was
 reached, the seconds per update of each pipeline stage (mean over the logged updates), and
-writes ``curve.png`` (return against env steps) into the run directory. ``--from_run=DIR``
-summarises a finished run instead.
+writes ``curve.png`` (return against env steps) into the run directory. SIGTERM or Ctrl-C
+stops the run the same way (checkpoint, then exit; the same command resumes it) and the
+summary follows. ``--from_run=DIR`` summarises a finished run instead.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def train(args) -> tuple[float, int]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
     stopped = False
+    # SIGTERM to this driver goes to the run (it checkpoints and exits), not past it.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
     try:
         while proc.poll() is None:
             time.sleep(5)
@@ -55,6 +58,8 @@ def train(args) -> tuple[float, int]:
                 stopped = True
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return time.perf_counter() - t0, proc.wait()
 
 
