@@ -42,9 +42,9 @@ from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
 from runtime.cli import OneLineParser, doc_summary, output_dir_problem
+from runtime.launch import FAKE_DEVICES_FLAG
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=\d+")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -28,6 +28,7 @@ from runtime import (
     command,
     distributed,
     failure,
+    launch,
     memory,
     run_files,
     signals,
@@ -358,9 +359,7 @@ def _local_devices(config) -> int | None:
         return None
     if value > 0:
         return value
-    found = re.search(r"--xla_force_host_platform_device_count=(\d+)",
-                      os.environ.get("XLA_FLAGS", ""))
-    return int(found.group(1)) if found else 1
+    return launch.fake_devices(os.environ.get("XLA_FLAGS", "")) or 1
 
 
 def prepare(config, mode: ModeChecks) -> None:

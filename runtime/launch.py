@@ -99,12 +99,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The XLA flag that gives a CPU process fake devices (read once, when JAX starts).
+FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+
+
+def fake_devices(xla_flags: str) -> int | None:
+    """The fake CPU device count that ``xla_flags`` (an ``XLA_FLAGS`` value) asks for, or
+    None when it has no such flag."""
+    found = FAKE_DEVICES_FLAG.search(xla_flags)
+    return int(found.group(1)) if found else None
+
+
 def child_env(devices: int) -> dict[str, str]:
     """The launcher's environment for a process with ``devices`` fake CPU devices: any
     device-count flag in ``XLA_FLAGS`` is replaced, the other XLA flags are kept; Python
     output is unbuffered so lines arrive as they are written."""
-    kept = [f for f in os.environ.get("XLA_FLAGS", "").split()
-            if not f.startswith("--xla_force_host_platform_device_count")]
+    kept = FAKE_DEVICES_FLAG.sub("", os.environ.get("XLA_FLAGS", "")).split()
     flags = " ".join([*kept, f"--xla_force_host_platform_device_count={devices}"])
     return dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
 
