@@ -409,6 +409,39 @@ def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreSta
     return jnp.where(truncated, value, 0.0).astype(jnp.float32)
 
 
+# Rows per block of ``row_stable``: a multiple of every CPU SIMD width a float32 GEMM uses
+# (AVX-512: 16 lanes, AVX2: 8, NEON/SSE: 4).
+ROW_BLOCK = 16
+
+
+def row_stable(fn: Callable) -> Callable:
+    """``fn(params, *rows)`` computed so that each row's result does not depend on how many
+    rows come with it: the row arguments (pytrees of ``[N, ...]`` leaves, None allowed) are
+    padded with zeros to a multiple of ``ROW_BLOCK`` rows, fenced by optimisation barriers
+    (so XLA cannot slice the padding back off before the matmuls), and the outputs'
+    ``[N_padded, ...]`` leaves are cut back to ``N``.
+
+    Why: XLA's CPU GEMMs compute rows in SIMD packets and the leftover rows of a batch with
+    another kernel, whose sums round differently: the same row's logits came out up to
+    1e-7 apart in a batch of 12 and one of 24 (every network here; WORKSPACE-notes.md,
+    fourteenth session). A Sebulba actor thread's batch is its share of the envs, so
+    without this 1 and 2 actor threads trained on different logits. With every batch a
+    multiple of the packet width the rows were bit-identical at every size and offset
+    tried, under XLA's defaults and the tests' fast compiles. The cost: up to
+    ``ROW_BLOCK - 1`` padding rows per call (none when ``N`` is a multiple of 16).
+    """
+
+    def wrapped(params, *rows):
+        n = jax.tree.leaves(rows)[0].shape[0]
+        pad = -n % ROW_BLOCK
+        padded = jax.tree.map(
+            lambda x: jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)]), rows)
+        out = jax.lax.optimization_barrier(fn(params, *jax.lax.optimization_barrier(padded)))
+        return jax.tree.map(lambda x: x[:n], out)
+
+    return wrapped
+
+
 def unroll_network(apply_fn: Callable, params, obs, core: CoreState | None = None,
                    first=None):
     """A feed-forward or recurrent network over time-major observations.

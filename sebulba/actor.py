@@ -11,6 +11,7 @@ reset then (re-seeded from ``(seed, update)`` on resume), so every env begins an
 from __future__ import annotations
 
 import dataclasses
+import functools
 import queue
 import threading
 import time
@@ -21,7 +22,7 @@ import numpy as np
 
 from envs.base import HostEnv
 from rlcore import normalize
-from rlcore.networks import final_values, step_network
+from rlcore.networks import final_values, row_stable, step_network
 from rlcore.seeding import per_env_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 from sebulba import pipeline
@@ -110,11 +111,14 @@ def make_policy_fn(apply_fn: Callable, action_root):
     """Jitted ``(params, obs [n, ...], core, first [n], env_ids [n], update, step) ->
     (action [n, *action_shape], dist_params [n, P], core)``; runs where its arguments live
     (the actor device). ``core``: a recurrent agent's CoreState ``[n, H]`` before the step
-    (returned after it), ``first``: its episode starts; both None for a feed-forward agent."""
+    (returned after it), ``first``: its episode starts; both None for a feed-forward agent.
+    Each env's row is computed as in any other batch (``rlcore.networks.row_stable``), so a
+    thread's share of the envs does not change its envs' logits."""
+    step = row_stable(functools.partial(step_network, apply_fn))
 
-    def policy(params, obs, core, first, env_ids, update, step):
-        dist, _, core = step_network(apply_fn, params, obs, core, first)
-        action = dist.sample_rows(per_env_keys(action_root, env_ids, update, step))
+    def policy(params, obs, core, first, env_ids, update, step_index):
+        dist, _, core = step(params, obs, core, first)
+        action = dist.sample_rows(per_env_keys(action_root, env_ids, update, step_index))
         return action, dist.params(), core
 
     return jax.jit(policy)
@@ -123,9 +127,9 @@ def make_policy_fn(apply_fn: Callable, action_root):
 def make_final_value_fn(apply_fn: Callable):
     """Jitted ``(params, final_obs [n, ...], truncated [n], core) -> [n]``: the values of the
     truncated episodes' final observations, 0 elsewhere (``rlcore.networks.final_values``),
-    with the params that acted in the step and a recurrent agent's core after it."""
-    return jax.jit(lambda params, final_obs, truncated, core: final_values(
-        apply_fn, params, final_obs, truncated, core))
+    with the params that acted in the step and a recurrent agent's core after it; rows as in
+    any other batch (``rlcore.networks.row_stable``)."""
+    return jax.jit(row_stable(functools.partial(final_values, apply_fn)))
 
 
 class Actor:

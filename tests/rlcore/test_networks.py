@@ -193,6 +193,40 @@ def test_recurrent_steps_carry_in_carry_out_equal_unroll(recurrent_case):
     np.testing.assert_allclose(v, value, atol=1e-6)
 
 
+@pytest.mark.parametrize("name,obs_shape,recurrent", [
+    ("mlp", (4,), "none"), ("mlp", (4,), "gru"), ("minatar_cnn", (10, 10, 4), "none")])
+def test_row_stable_rows_do_not_depend_on_the_batch(name, obs_shape, recurrent):
+    """``row_stable(step_network)``: each row's logits, value and core state are the same
+    bits whether the row comes in a batch of 48, 24, 12 or 1, at any offset (a Sebulba
+    actor thread's batch is its share of the envs). Without ``row_stable`` the 12-row
+    batches' logits differ from the 48-row batch's by up to 1e-7 on this project's CPUs."""
+    spec = EnvSpec(obs_shape=obs_shape, obs_dtype="float32", num_actions=3)
+    net = networks.make_network(name, spec, recurrent, 16)
+    params = networks.init_params(net, jax.random.key(0), spec)
+    # Away from the init's tiny policy head, so that the logits use all their bits.
+    params = jax.tree.map(lambda p: p + 0.1 * jax.random.normal(jax.random.key(1), p.shape),
+                          params)
+    rng = np.random.default_rng(2)
+    rows = 48
+    obs = jnp.asarray(rng.normal(size=(rows,) + obs_shape), jnp.float32)
+    core = networks.initial_core(net, rows)
+    if core is not None:
+        core = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=x.shape), jnp.float32), core)
+    first = jnp.asarray(rng.random(rows) < 0.3)
+    step = jax.jit(networks.row_stable(functools.partial(networks.step_network, net.apply)))
+
+    def rows_of(lo, hi):
+        cut = functools.partial(jax.tree.map, lambda x: x[lo:hi])
+        dist, value, core_out = step(params, obs[lo:hi], cut(core), first[lo:hi])
+        return jax.tree.map(np.asarray, (dist.params(), value, core_out))
+
+    whole = rows_of(0, rows)
+    for lo, hi in ((0, 12), (12, 24), (24, 48), (5, 17), (7, 8)):
+        part = rows_of(lo, hi)
+        jax.tree.map(lambda a, b, lo=lo, hi=hi: np.testing.assert_array_equal(
+            a, b[lo:hi], err_msg=f"rows {lo}:{hi}"), part, whole)
+
+
 # (kernel, stride, padding, input H = W): the IMPALA ResNet's 3x3 SAME convs (even and odd
 # sizes), the Nature CNN's three VALID ones at their sizes, and a strided SAME one.
 CONVS = [((3, 3), 1, "SAME", 11), ((3, 3), 1, "SAME", 10), ((8, 8), 4, "VALID", 84),
