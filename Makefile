@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-minatar bench-breakout ablate lint clean setup
+.PHONY: demo test test-slow test-all bench bench-minatar bench-breakout ablate lint clean setup
 
 setup: $(STAMP)
 
@@ -21,11 +21,21 @@ demo: $(STAMP)
 	rm -rf $(DEMO_DIR)
 	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=$(DEMO_DIR)
 
-# Two pytest-xdist workers (TEST_WORKERS=0: one process, no workers).
+# Two pytest-xdist workers (TEST_WORKERS=0: one process, no workers). `make test` is the
+# default tier, every test but those marked `slow`; `make test-slow` is the long tier (agents
+# trained to thresholds, suites, notebooks, long variants of default-tier checks); CI runs
+# both; `make test-all` runs both in one session (README, Tests).
 TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
+	$(PYTEST) -m "not slow" tests
+
+test-slow: $(STAMP)
+	$(PYTEST) -m slow tests
+
+test-all: $(STAMP)
+	$(PYTEST) tests
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.anakin_throughput

@@ -173,7 +173,7 @@ def _one_process(mode: str) -> list[dict]:
 
 
 @pytest.mark.skipif(jax.device_count() < 4, reason="needs 4 (fake) devices")
-@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+@pytest.mark.parametrize("mode", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_two_processes_match_one(mode, tmp_path):
     proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--timeout_s=150", "--",
                       sys.executable, "-m", f"{mode}.main", f"--config={CONFIG_FILES[mode]}",
@@ -420,7 +420,7 @@ def _signal_process_1(proc, marker: str, sig, settle_s: float = 0.0):
     return code, took, "".join(lines)
 
 
-@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+@pytest.mark.parametrize("mode", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
     """SIGKILL of process 1 mid-run (a checkpoint every update, so it may land in a save, a
     collective or a queue wait): process 0 exits non-zero by itself within 60 s. The
@@ -441,6 +441,7 @@ def test_a_dead_peer_ends_the_run_within_60_s(mode, tmp_path):
 # --- a signal to one Sebulba process stops both ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_signal_to_one_sebulba_process_stops_both_within_seconds(tmp_path):
     """SIGINT to process 1 only, 1 s into update 2 (every update but the first held 10 s):
     it reaches process 0 through the coordination service (``distributed.StopBoard``), both

@@ -37,6 +37,7 @@ def pendulum_run(tmp_path_factory):
                                    mesh=one_device_mesh())
 
 
+@pytest.mark.slow
 def test_pendulum_ppo_reaches_threshold(pendulum_run):
     config, rows = pendulum_run
     assert rows[0]["episode_return"] < -900.0, rows[0]  # it starts near random play
@@ -44,6 +45,7 @@ def test_pendulum_ppo_reaches_threshold(pendulum_run):
     assert rows[-1]["env_steps"] <= config.total_env_steps
 
 
+@pytest.mark.slow
 def test_pendulum_greedy_evaluation(pendulum_run):
     """Greedy evaluation plays the Gaussian's mean: whole 200-step episodes with finite
     returns in Pendulum's range (per step in [-16.3, 0])."""

@@ -35,6 +35,7 @@ def _config(**overrides):
 
 # Two programs (with and without evaluation) train bitwise alike under XLA's defaults; with
 # the tests' fast compiles (tests/fast_compile.py) their shared part may round differently.
+@pytest.mark.slow
 @pytest.mark.optimized
 @pytest.mark.parametrize("devices", [1, 4])
 def test_evaluation_leaves_training_identical(devices):
@@ -53,6 +54,7 @@ def test_evaluation_leaves_training_identical(devices):
             assert 8 <= r["eval/episode_return"] <= 500
 
 
+@pytest.mark.slow
 @pytest.mark.optimized  # as above
 def test_evaluation_with_several_agents_and_validation():
     mesh = data_mesh(jax.devices()[:1])

@@ -56,6 +56,7 @@ def memory_runs(tmp_path_factory):
     return lstm, ff, workdir
 
 
+@pytest.mark.slow
 def test_recall_needs_memory(memory_runs):
     """Recall rewards +1 for naming the cue shown 5 steps earlier, -1 otherwise: the LSTM
     agent reaches a mean return of 0.9 over the last 20% of training, the feed-forward
@@ -68,6 +69,7 @@ def test_recall_needs_memory(memory_runs):
     assert lstm[-1]["eval/episode_length"] == 6.0
 
 
+@pytest.mark.slow
 def test_masked_cartpole_needs_memory():
     """CartPole seeing only ``[x, theta]`` (configs/masked_cartpole_ppo.py at lr 4e-3, 51,200
     env steps, a line every 5 updates): the LSTM agent's logged mean return reaches 100,
@@ -87,6 +89,7 @@ def test_masked_cartpole_needs_memory():
     assert len(ff) == 10 and best_return(ff) < 75.0, [r["episode_return"] for r in ff]
 
 
+@pytest.mark.slow
 def test_evaluate_command_carries_the_core(memory_runs, tmp_path):
     """``anakin.evaluate --greedy --video`` restores the LSTM agent and plays 8 Recall
     episodes with the core carried step to step: every one recalls its cue, and the video

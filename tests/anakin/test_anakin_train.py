@@ -179,6 +179,7 @@ def test_nan_rewards_fail_the_run():
         train(config, None, mesh=one_device_mesh())
 
 
+@pytest.mark.slow
 @pytest.mark.optimized
 def test_minatar_breakout_return_rises():
     """The MinAtar Breakout config (MinAtar CNN), shrunk to 32 envs and 102k steps: the mean
@@ -202,6 +203,7 @@ def test_minatar_breakout_return_rises():
     assert returns[-1] >= returns[0] + 2.0, returns
 
 
+@pytest.mark.slow
 def test_rerun_of_a_finished_run_says_so_and_a_larger_budget_extends_it(tmp_path):
     """A finished run rerun: one ``done:`` line, exit 0. Rerun with a larger
     ``total_env_steps`` (no lr annealing, whose schedule depends on the total): it continues,

@@ -31,7 +31,7 @@ def _same_logged_values(one, mine):
             np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7, err_msg=key)
 
 
-@pytest.mark.parametrize("devices", [1, 4])
+@pytest.mark.parametrize("devices", [1, pytest.param(4, marks=pytest.mark.slow)])
 def test_each_seed_equals_its_single_run(devices):
     if jax.device_count() < devices:
         pytest.skip("needs 4 (fake) devices")

@@ -262,6 +262,7 @@ def _run_ablate(out, *extra):
         cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_tiny_pipelines_suite_writes_results_and_resumes(tmp_path):
     out = tmp_path / "abl"
     proc = _run_ablate(out)

@@ -13,6 +13,8 @@ from nbclient import NotebookClient
 
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow  # each notebook trains several runs (`make test-slow`)
+
 NOTEBOOKS = ("anakin_colab_tpu", "sebulba_colab_tpu")
 
 

@@ -200,6 +200,7 @@ def test_workdir_made_read_only_mid_run_is_one_line(tmp_path):
     os.remove(details)
 
 
+@pytest.mark.slow
 def test_damaged_checkpoint_resumed_ten_times_without_library_tracebacks(tmp_path):
     base = tmp_path / "base"
     args = dict(total_env_steps=40 * 512, checkpoint_every=10, log_every=10)

@@ -99,6 +99,7 @@ def _tree(workdir) -> dict[str, tuple[int, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_evaluate_reads_a_live_run_and_never_writes_there(tmp_path):
     """``anakin.evaluate`` on a workdir whose run checkpoints every update (keeping three;
     each update held 0.1 s, so that the trainer does not take a core from the evaluations):

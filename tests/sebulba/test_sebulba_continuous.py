@@ -35,9 +35,9 @@ def _tiny(env_id: str):
     return config
 
 
-@pytest.mark.parametrize("env_id,dim,bound", [("HalfCheetah-v4", 6, 1.0),
-                                              ("gymnax:Pendulum-v1", 1, 2.0),
-                                              ("brax:inverted_pendulum", 1, 3.0)],
+@pytest.mark.parametrize("env_id,dim,bound", [
+    ("HalfCheetah-v4", 6, 1.0), ("gymnax:Pendulum-v1", 1, 2.0),
+    pytest.param("brax:inverted_pendulum", 1, 3.0, marks=pytest.mark.slow)],
                          ids=["envpool_mujoco", "gymnax_host", "brax_host"])
 def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
     """Three updates: finite losses; the learner's batches hold float box actions ``[T, b,
@@ -71,6 +71,7 @@ def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
     assert len(evaluation.frames) == 20 and evaluation.frames[0].ndim == 3
 
 
+@pytest.mark.slow
 def test_pendulum_ppo_learns_through_the_host_adapter():
     """configs/pendulum_ppo.py in Sebulba (gymnax Pendulum-v1 served on a host CPU device),
     observation and reward normalisation on, 100 updates of 1,024 env steps, reaches a mean

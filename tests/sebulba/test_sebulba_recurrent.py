@@ -49,6 +49,7 @@ def _late_mean(rows):
     return float(np.mean(values[-max(1, len(values) // 5):]))
 
 
+@pytest.mark.slow
 @needs_3
 def test_recall_needs_memory():
     """40,960 env steps of Recall (+1 for naming the cue shown 5 steps earlier, -1

@@ -59,6 +59,7 @@ def _interrupt_after(workdir, line_prefix: str, *, again_on: str | None = None):
     return proc.returncode, "".join(lines), time.monotonic() - sent
 
 
+@pytest.mark.slow
 def test_sigint_abandons_the_update_in_flight_and_the_same_command_resumes(tmp_path):
     """SIGINT 1 s into update 2 (held 8 s): exit 130 within 4 s, one line naming update 1,
     checkpoint 1 and metrics up to 1. The same command resumes from 1; SIGINT 1 s into its

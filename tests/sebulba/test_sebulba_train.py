@@ -48,6 +48,7 @@ def _split(config):
     return config
 
 
+@pytest.mark.slow
 @pytest.mark.optimized
 @needs_4
 @pytest.mark.parametrize("make_config", [cartpole_ppo_sebulba.get_config,
@@ -127,6 +128,7 @@ def test_learner_data_independent_of_actor_layout(actors, threads, one_actor_thr
         assert b.behaviour_value is None  # actors do not ship values to the learner
 
 
+@pytest.mark.slow
 @needs_4
 def test_actors_ship_final_values_of_truncations(monkeypatch):
     """Where a step was truncated the batch holds the acting params' value of the episode's
@@ -155,8 +157,9 @@ def test_no_two_envs_share_a_seed():
 
 
 @pytest.mark.optimized
-@pytest.mark.parametrize("make_config", [atari_ppo.get_config, atari_impala.get_config],
-                         ids=["ppo", "impala"])
+@pytest.mark.parametrize("make_config", [
+    pytest.param(atari_ppo.get_config, id="ppo"),
+    pytest.param(atari_impala.get_config, id="impala", marks=pytest.mark.slow)])
 def test_atari_smoke_three_updates(make_config):
     config = make_config()
     config.num_envs = 4
