@@ -13,4 +13,5 @@ from configs import brax_inverted_pendulum_ppo
 def get_config():
     c = brax_inverted_pendulum_ppo.get_config()
     c.env_id = "brax:hopper"       # 11 observations, 3 actions in [-1, 1]
+    c.total_env_steps = 1_000_000  # the fixed budget measured in the README
     return c
