@@ -426,10 +426,10 @@ def row_stable(fn: Callable) -> Callable:
     a batch of 12 and one of 48, in every network here (MLP up to 1.2e-7, IMPALA ResNet up
     to 3.8e-6; WORKSPACE-notes.md, fourteenth session). A Sebulba actor thread's batch is
     its share of the envs, so without this 1 and 2 actor threads trained on different
-    logits. With every batch a
-    multiple of the packet width the rows were bit-identical at every size and offset
-    tried, under XLA's defaults and the tests' fast compiles. The cost: up to
-    ``ROW_BLOCK - 1`` padding rows per call (none when ``N`` is a multiple of 16).
+    logits. With every batch a multiple of the packet width the rows were bit-identical at
+    every size and offset tried, under XLA's defaults and the tests' fast compiles. The
+    cost: up to ``ROW_BLOCK - 1`` padding rows per call (none when ``N`` is a multiple of
+    16).
     """
 
     def wrapped(params, *rows):
