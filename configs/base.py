@@ -52,7 +52,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.clip_pg_rho = 1.0             # IMPALA
     c.bootstrap_time_limits = True  # a time-limit cut's value target bootstraps on the value
     #                                 of the episode's final observation (False: on the cut
-    #                                 step's own value, the rule before issue 21)
+    #                                 step's own value; docs/design.md, "Truncation and the
+    #                                 final observation")
     # Normalisation (CleanRL's; statistics in the train state, rlcore/normalize.py).
     c.normalize_obs = False         # observations by their running mean and variance
     c.normalize_obs_clip = 10.0     # bound of a normalised observation
