@@ -5,10 +5,11 @@ optimality gap over games and runs, with stratified-bootstrap 95% intervals (rli
         [--reps=2000] [--seed=0] [--key=episode_return] [--drop_extra_runs]
 
 Each RUN_DIR is a run directory (``config.json`` with ``env_id``, ``metrics.jsonl``;
-docs/design.md, "Run directory"). A directory trained with ``num_seeds > 1`` holds one run per ``seed`` tag of its
-lines. A run's score is the mean ``episode_return`` over the last ``last_fraction`` of its
-log lines that have one (at least one line); each line's value is already the mean over the
-episodes that ended since the line before, so lines are weighted equally, not episodes.
+docs/design.md, "Run directory"). A directory trained with ``num_seeds > 1`` holds one run
+per ``seed`` tag of its lines. A run's score is the mean ``episode_return`` over the last
+``last_fraction`` of its log lines that have one (at least one line); each line's value is
+already the mean over the episodes that ended since the line before, so lines are weighted
+equally, not episodes.
 Raw scores are human-normalised with ``envs.atari_scores`` (Agent57's random and human
 reference scores) and arranged as rliable's score matrix ``[runs per game, games]``.
 

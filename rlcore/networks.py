@@ -424,7 +424,7 @@ def row_stable(fn: Callable) -> Callable:
     Why: XLA's CPU GEMMs compute rows in SIMD packets and the leftover rows of a batch with
     another kernel, whose sums round differently: the same row's logits came out apart in
     a batch of 12 and one of 48, in every network here (MLP up to 1.2e-7, IMPALA ResNet up
-    to 3.8e-6, on an AVX2 host; docs/design.md, "Row-stable actors"). A Sebulba actor thread's batch is
+    to 3.8e-6; docs/design.md, "Row-stable actors"). A Sebulba actor thread's batch is
     its share of the envs, so without this 1 and 2 actor threads trained on different
     logits. With every batch a multiple of the packet width the rows were bit-identical at
     every size and offset tried, under XLA's defaults and the tests' fast compiles. The
