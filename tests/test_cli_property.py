@@ -1,5 +1,5 @@
-"""Property test of the command-line tools' arguments (issue 18, point 7): random flags and
-values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.launch`` and the
+"""Property test of the command-line tools' arguments (docs/design.md, "Exit codes"): random
+flags and values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.launch`` and the
 evaluate commands' argument check. Every draw ends in exit 0 (the arguments are fine) or a
 one-line exit 2 naming a flag; never a traceback or another exception.
 

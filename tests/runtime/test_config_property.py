@@ -1,5 +1,5 @@
-"""Property test of config validation (issue 11, item 6): random values, of the wrong type
-or out of range, in one to three fields of a small Anakin or Sebulba CartPole config.
+"""Property test of config validation (docs/design.md, "Validation"): random values, of the
+wrong type or out of range, in one to three fields of a small Anakin or Sebulba CartPole config.
 
 Every draw ends in one of two ways: ``prepare`` raises ``ConfigError("<field>: ...")``
 naming a field of the config (``sweep.<field>``, ``debug.<field>`` for the sub-configs),
