@@ -23,8 +23,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs", "benchmarks", "tests",
          "notebooks", "docs")
-SKIP_DIRS = {".git", ".venv", "site", "runs", "__pycache__", ".pytest_cache", ".ruff_cache",
-             "node_modules", "build", "dist"}
+# Not the repository's own files: what .gitignore keeps out (venv, runs, the built site, caches,
+# the editable install's metadata).
+SKIP_DIRS = {".git", ".venv", "site", "runs", "tmp", "__pycache__", ".pytest_cache",
+             ".ruff_cache", "build", "dist"}
 
 # `rlcore/returns.py`, `docs/results/x.png`, `envs/data/`: a room, then path characters; not
 # preceded by a path character, so `/abs/path/rlcore/x.py` and URLs are not read as ours.
@@ -42,8 +44,8 @@ SCANNED_NAMES = {"Makefile"}
 def repo_files(predicate) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(ROOT):
-        dirnames[:] = [d for d in dirnames
-                       if d not in SKIP_DIRS and not d.startswith(".") or d == ".ci"]
+        dirnames[:] = [d for d in dirnames if d == ".ci" or not (
+            d in SKIP_DIRS or d.startswith(".") or d.endswith(".egg-info"))]
         found += [Path(dirpath) / name for name in filenames if predicate(Path(name))]
     return sorted(found)
 
