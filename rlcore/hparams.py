@@ -79,6 +79,19 @@ class HParams:
         return self.replace(**{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
 
 
+def gradient_steps(num_epochs: int, num_minibatches: int) -> int:
+    """Optimizer steps per update: one per minibatch of every epoch (the one place this is
+    derived; ``runtime.config.derive`` and the learning-rate schedule read it)."""
+    return num_epochs * num_minibatches
+
+
+def envs_per_minibatch(envs_per_shard: int, num_minibatches: int) -> int:
+    """Envs (whole sequences, or their samples' share) of one minibatch on one learner
+    device, whose ``envs_per_shard`` envs split into ``num_minibatches`` (the one place this
+    is derived; ``runtime.config.derive`` reads it)."""
+    return envs_per_shard // num_minibatches
+
+
 # The scalar fields (pytree leaves), in field order.
 SCALARS = tuple(f.name for f in dataclasses.fields(HParams)
                 if f.metadata.get("pytree_node", True))

@@ -23,6 +23,7 @@ import ml_collections
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
+from rlcore.hparams import envs_per_minibatch, gradient_steps
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE
 from rlcore.types import EnvSpec
 from runtime.fields import (
@@ -60,13 +61,18 @@ class Derived:
       num_updates: learner updates in the run (``total_env_steps // steps_per_update``).
       steps_per_update: env steps per update over all envs (``num_envs * num_steps``).
       envs_per_shard: envs each learner device holds.
-      optimizer_steps: gradient steps in the run.
+      optimizer_steps: gradient steps in the run (``num_updates * gradient_steps``).
+      gradient_steps: gradient steps per update (``num_epochs * num_minibatches``).
+      envs_per_minibatch: envs of one minibatch on one learner device (``envs_per_shard //
+        num_minibatches``; ``microbatches`` divides it).
     """
 
     num_updates: int
     steps_per_update: int
     envs_per_shard: int
     optimizer_steps: int
+    gradient_steps: int
+    envs_per_minibatch: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,23 +323,22 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"{shown(config.minibatch)}")
     _validate_wandb_installed(config)
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
+    sizes = derive(config, num_shards)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")
-    per_shard = config.num_envs // num_shards
-    require(per_shard % config.num_minibatches == 0, "num_minibatches",
-            f"{per_shard} envs per learner device do not split into "
+    require(sizes.envs_per_shard % config.num_minibatches == 0, "num_minibatches",
+            f"{sizes.envs_per_shard} envs per learner device do not split into "
             f"{config.num_minibatches} minibatches")
-    mb_envs = per_shard // config.num_minibatches
+    mb_envs = sizes.envs_per_minibatch
     require(config.microbatches == AUTO_MICROBATCHES or mb_envs % config.microbatches == 0,
             "microbatches", f"{mb_envs} envs per minibatch per learner device do not split "
             f"into {config.microbatches} micro-batches")
-    require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
+    require(config.total_env_steps >= sizes.steps_per_update, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
-    updates = config.total_env_steps // (config.num_envs * config.num_steps)
-    require(updates <= MAX_INT32, "total_env_steps",
-            f"{shown(config.total_env_steps)} env steps make {shown(updates)} updates; at most "
-            "2**31 - 1 (the int32 update counter)")
+    require(sizes.num_updates <= MAX_INT32, "total_env_steps",
+            f"{shown(config.total_env_steps)} env steps make {shown(sizes.num_updates)} "
+            "updates; at most 2**31 - 1 (the int32 update counter)")
 
 
 def check_fields_of(config, checked_in: str) -> None:
@@ -408,12 +413,18 @@ def _validate_network(config, spec: EnvSpec) -> None:
 
 
 def derive(config: ml_collections.ConfigDict, num_shards: int = 1) -> Derived:
-    """Derived sizes of a run whose env axis is split over ``num_shards`` learner devices."""
+    """Derived sizes of a run whose env axis is split over ``num_shards`` learner devices
+    (the one place they come from; floors where the config does not split evenly, which
+    validation refuses)."""
     steps_per_update = config.num_envs * config.num_steps
     num_updates = config.total_env_steps // steps_per_update
+    envs_per_shard = config.num_envs // num_shards
+    steps = gradient_steps(config.num_epochs, config.num_minibatches)
     return Derived(
         num_updates=num_updates,
         steps_per_update=steps_per_update,
-        envs_per_shard=config.num_envs // num_shards,
-        optimizer_steps=num_updates * config.num_epochs * config.num_minibatches,
+        envs_per_shard=envs_per_shard,
+        optimizer_steps=num_updates * steps,
+        gradient_steps=steps,
+        envs_per_minibatch=envs_per_minibatch(envs_per_shard, config.num_minibatches),
     )
