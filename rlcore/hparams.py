@@ -40,7 +40,7 @@ class HParams:
       norm_adv: PPO per-minibatch advantage normalisation (static).
       num_epochs: passes over each rollout (static).
       num_minibatches: minibatches per epoch (static).
-      minibatch: ``"auto"`` (the algorithm's own kind), ``"samples"`` or ``"sequences"``
+      minibatch_kind: ``"auto"`` (the algorithm's own kind), ``"samples"`` or ``"sequences"``
         (static; ``rlcore.algorithms.base.minibatch_kind``).
       update_unroll: scan unroll of the gradient steps, 0 = fully unrolled (static).
       microbatches: chunks each minibatch's gradient is accumulated over (static).
@@ -68,7 +68,7 @@ class HParams:
     norm_adv: bool = struct.field(pytree_node=False)
     num_epochs: int = struct.field(pytree_node=False)
     num_minibatches: int = struct.field(pytree_node=False)
-    minibatch: str = struct.field(pytree_node=False)
+    minibatch_kind: str = struct.field(pytree_node=False)
     update_unroll: int = struct.field(pytree_node=False)
     microbatches: int = struct.field(pytree_node=False)
     recurrent: str = struct.field(pytree_node=False)

@@ -35,6 +35,7 @@ from runtime.fields import (
     MAX_INT32,
     MAX_INT64,  # noqa: F401 - the rules' bounds are runtime.fields', named here for the modes
     MAX_SEED,  # noqa: F401
+    RENAMED,
     SWEEPABLE,
     Checked,
     Choice,
@@ -43,6 +44,7 @@ from runtime.fields import (
     Ints,
     Number,
     Text,
+    renamed,
 )
 from runtime.sweep import num_variants, swept, with_values
 
@@ -254,8 +256,11 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
 
 
 def _validate_structure(config) -> None:
-    """The sub-configs the mode checks read: ``debug`` with its knobs, and ``sweep`` (where
-    the config has one) with a tuple of values, or None, per field."""
+    """No former field name (``runtime.fields.RENAMED``); the sub-configs the mode checks
+    read: ``debug`` with its knobs, and ``sweep`` (where the config has one) with a tuple of
+    values, or None, per field."""
+    for old in RENAMED:
+        require(old not in config, old, renamed(old))
     debug = config.get("debug")
     require(isinstance(debug, (ml_collections.ConfigDict, Mapping)), "debug",
             f"must be a sub-config of the debug knobs, got {shown(debug)}")
@@ -317,10 +322,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     check_fields_of(config, COMMON)
     recurrent = config.recurrent != NO_CORE
     kinds = (AUTO, *accepted_kinds(ALGORITHMS[config.algorithm], recurrent))
-    require(config.minibatch in kinds, "minibatch",
+    require(config.minibatch_kind in kinds, "minibatch_kind",
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
-            f"{shown(config.minibatch)}")
+            f"{shown(config.minibatch_kind)}")
     _validate_wandb_installed(config)
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     sizes = derive(config, num_shards)

@@ -240,7 +240,7 @@ FIELDS: tuple[Field, ...] = (
           **SWEEP_NUMBER),
         F("num_epochs", 4, "Passes over each rollout.", POSITIVE),
         F("num_minibatches", 4, "Minibatches per epoch.", POSITIVE),
-        F("minibatch", "auto", "What a minibatch holds: auto (the algorithm's own: PPO "
+        F("minibatch_kind", "auto", "What a minibatch holds: auto (the algorithm's own: PPO "
           "samples, IMPALA sequences), samples (single (step, env) samples) or sequences "
           "(whole envs).", Checked("auto, or one of the algorithm's kinds (ppo: samples, "
                                    "sequences; impala: sequences; a recurrent agent: "
@@ -392,6 +392,27 @@ SWEEPABLE = tuple(f.name for f in FIELDS if f.sweepable)
 # Top-level fields only: the resume check compares config.json's top-level values.
 RESUMABLE_CHANGES = frozenset(f.name for f in FIELDS if f.resumable and "." not in f.name)
 ONE_DEVICE = {f.name: f.one_device for f in FIELDS if f.one_device is not None}
+
+# Former names of fields: a config or a command line that sets one is refused in one line
+# naming the new name (``renamed``); a saved run's config.json is read under the new names
+# (``upgrade_saved``), so an older run still resumes and evaluates.
+RENAMED = {"minibatch": "minibatch_kind"}
+
+
+def renamed(name: str) -> str:
+    """The refusal of the former field name ``name`` (after ``field: `` in a config error)."""
+    return f"renamed to {RENAMED[name]}"
+
+
+def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's saved config (config.json's top-level object) under the current field names:
+    a former name's value moves to its new name (where that is not saved too)."""
+    out = dict(saved)
+    for old, new in RENAMED.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 def default_config(**given) -> ml_collections.ConfigDict:

@@ -66,7 +66,7 @@ class PPO(FromHParams):
     prepared_step_bytes = 12
     # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
-    # request (``minibatch="sequences"``, the layout before issue 17).
+    # request (``minibatch_kind="sequences"``, the layout before issue 17).
     minibatch_kinds = (SAMPLES, SEQUENCES)
     loss_reduction = MEAN
 

@@ -95,9 +95,9 @@ BAD = [
     _row("anakin", "microbatches", -2, "must be an integer >= 1, or -1 (auto), got -2"),
     _row("sebulba", "microbatches", 5, "envs per minibatch per learner device do not split "
          "into 5 micro-batches"),
-    _row("anakin", "minibatch", "envs", "must be one of auto, samples, sequences for ppo, got "
+    _row("anakin", "minibatch_kind", "envs", "must be one of auto, samples, sequences for ppo, got "
          "'envs'"),
-    _row("sebulba", "minibatch", "samples", "must be one of auto, sequences for impala, got "
+    _row("sebulba", "minibatch_kind", "samples", "must be one of auto, sequences for impala, got "
          "'samples'", also={"algorithm": "impala"}),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),

@@ -93,3 +93,37 @@ def test_agent_hparams_holds_the_swept_values_and_none_elsewhere():
     assert agent.gamma == plain.gamma and type(agent.gamma) is float  # still a constant
     config.num_seeds, config.sweep.learning_rate = 1, (1e-3,)
     assert sweep.agent_hparams(config) is None  # one agent: plain numbers
+
+
+# ----------------------------------------------------------------------------- renamed fields
+
+
+def test_a_former_field_name_is_refused_in_one_line_naming_the_new_one():
+    from anakin import train as anakin_train
+    from rlcore.errors import ConfigError
+    from runtime.config import DeviceCounts, validate
+    from runtime.entry import unknown_field
+    from sebulba import train as sebulba_train
+
+    config = base.get_config()
+    assert unknown_field(config, "minibatch") == "minibatch: renamed to minibatch_kind"
+    config.minibatch = "samples"  # a config file that sets the former name
+    for mode in (anakin_train.MODE, sebulba_train.MODE):
+        with pytest.raises(ConfigError, match="^minibatch: renamed to minibatch_kind$"):
+            validate(config, mode, DeviceCounts(devices=1, local_devices=1, processes=1))
+
+
+def test_a_saved_config_is_read_under_the_current_names(tmp_path):
+    """An older run's config.json (``minibatch``) evaluates as ``minibatch_kind``."""
+    import json
+
+    from runtime.evaluation import load_config
+
+    saved = base.get_config().to_dict()
+    saved["minibatch"] = "sequences"
+    del saved["minibatch_kind"]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = load_config(str(tmp_path), base.get_config())
+    assert config.minibatch_kind == "sequences" and "minibatch" not in config
+    assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
+        "minibatch_kind": "auto", "seed": 1}
