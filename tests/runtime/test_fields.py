@@ -127,3 +127,45 @@ def test_a_saved_config_is_read_under_the_current_names(tmp_path):
     assert config.minibatch_kind == "sequences" and "minibatch" not in config
     assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
         "minibatch_kind": "auto", "seed": 1}
+
+
+# ----------------------------------------------------------------------------- records and page
+
+
+@pytest.mark.parametrize("row", fields.FIELDS, ids=lambda r: r.name)
+def test_base_holds_each_records_default(row):
+    """configs/base.py's defaults are the records' (same value, same type), but for the
+    sub-configs and the ones base.py gives (the env id)."""
+    default = base_fields(base.get_config())[row.name]
+    if row.kind == fields.CONFIG:
+        assert row.default is fields.SUBCONFIG
+    elif isinstance(row.default, fields.Given):
+        assert row.name == "env_id" and isinstance(default, str)
+    else:
+        assert default == row.default and type(default) is type(row.default)
+
+
+def test_every_record_has_a_meaning_and_a_rule():
+    for row in fields.FIELDS:
+        assert row.meaning.endswith(".") and row.group, row.name
+        assert fields.rule_text(row.rule), row.name
+        assert row.checked_in in (fields.COMMON, fields.DISTRIBUTED, fields.ANAKIN,
+                                  fields.SEBULBA), row.name
+
+
+def test_the_pipeline_rule_names_every_pipeline():
+    from sebulba.pipeline import PIPELINES
+
+    assert fields.rule_text(ROWS["pipeline"].rule).startswith(
+        f"one of {', '.join(PIPELINES)} ")
+
+
+def test_the_committed_docs_page_is_the_generators_output():
+    """docs/configuration.md is ``python -m runtime.fields``' output; regenerate it with
+    ``python -m runtime.fields > docs/configuration.md``."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / fields.DOCS_PAGE
+    assert committed.read_text() == fields.page(base.get_config())
+    for row in fields.FIELDS:
+        assert f"| `{row.name}` |" in committed.read_text()
