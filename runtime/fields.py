@@ -499,7 +499,8 @@ override of a field that no config has, and a former name ({{renamed}}; an older
 program may differ in it (`--config.sweep.<field>=a,b`); *resumable*: a resumed run may
 change it (docs/design.md, "Run directory"); *one device*: its value when a run is restored
 on one device for evaluation; *Anakin only*, *Sebulba only*: checked by that architecture's
-own checks (the other does not use it); *before the processes join*: checked before `jax.distributed` starts.
+own checks (the other does not use it); *before the processes join*: checked before
+`jax.distributed` starts.
 """
 
 
