@@ -169,3 +169,38 @@ def test_the_committed_docs_page_is_the_generators_output():
     assert committed.read_text() == fields.page(base.get_config())
     for row in fields.FIELDS:
         assert f"| `{row.name}` |" in committed.read_text()
+
+
+def _bad_values(rule):
+    """Values ``rule`` refuses (each refused by its first failing check)."""
+    if isinstance(rule, fields.Ints):
+        return [rule.lo - 1, 1.5, True]
+    if isinstance(rule, fields.Number):
+        return [0.0 if rule.above_zero else -1.0, "x", float("nan")]
+    return []
+
+
+MODE_ROWS = [r for r in fields.FIELDS if r.checked_in in (fields.ANAKIN, fields.SEBULBA)
+             and not isinstance(r.rule, fields.Checked)]
+
+
+@pytest.mark.parametrize("row", MODE_ROWS, ids=lambda r: r.name)
+def test_a_modes_own_check_says_what_its_records_rule_says(row):
+    """The fields only one architecture checks (in its ``check_fields``) are refused there
+    with the message their record's rule gives (``runtime.config.check_field``)."""
+    from anakin import train as anakin_train
+    from rlcore.errors import ConfigError
+    from runtime.config import DeviceCounts, check_field, validate
+    from sebulba import train as sebulba_train
+
+    mode = anakin_train.MODE if row.checked_in == fields.ANAKIN else sebulba_train.MODE
+    assert _bad_values(row.rule), row.name
+    for value in _bad_values(row.rule):
+        config = base.get_config()
+        with config.ignore_type():
+            config[row.name] = value
+        with pytest.raises(ConfigError) as by_rule:
+            check_field(config, row.name)
+        with pytest.raises(ConfigError) as by_mode:
+            validate(config, mode, DeviceCounts(devices=1, local_devices=1, processes=1))
+        assert str(by_mode.value) == str(by_rule.value)
