@@ -1,4 +1,5 @@
-"""The field table (runtime/fields.py) against configs/base.py, and the views read from it."""
+"""The field records (runtime/fields.py) against configs/base.py and the docs page, the
+views read from them, and former field names."""
 
 import dataclasses
 
