@@ -383,8 +383,8 @@ def check_field(config, name: str) -> None:
 
 def _check_ints(name: str, value, rule: Ints) -> None:
     """An ``Ints`` rule (see ``runtime.fields.Ints``)."""
-    below = is_int(value) and value >= rule.lo and (not rule.hi_in_phrase or value <= rule.hi)
-    require(below and value not in rule.excluded, name,
+    in_range = is_int(value) and value >= rule.lo and (not rule.hi_in_phrase or value <= rule.hi)
+    require(in_range and value not in rule.excluded, name,
             f"must be {rule.phrase}, got {shown(value)}")
     if not rule.hi_in_phrase:
         int_at_most(name, value, rule.hi)
