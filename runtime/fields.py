@@ -18,7 +18,7 @@ Everything else reads them:
 
 Records are in base.py's groups and order but for ``max_grad_norm``, which comes second
 among the sweepable fields (the order validation's messages list them in). See
-docs/design.md, "Config fields" and "Validation".
+docs/design.md, "Config fields"; docs/design.md, "Validation".
 
 ``hparams_of`` builds the learner's ``rlcore.hparams.HParams`` from a config.
 """
