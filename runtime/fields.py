@@ -47,6 +47,7 @@ MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
 MAX_INT32 = 2**31 - 1
 # The env-step budget is counted in Python; int64 keeps it printable and comparable.
 MAX_INT64 = 2**63 - 1
+_BOUNDS = {MAX_INT32: "2**31 - 1", MAX_INT64: "2**63 - 1"}  # as the docs page writes them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,10 +65,12 @@ class Ints:
     cap_reason: str = ""
 
     def text(self) -> str:
-        hi = "" if self.hi_in_phrase else (
-            ", at most 2**31 - 1" if self.hi == MAX_INT32 else f", at most {self.hi}")
-        cap = "" if self.cap is None else f", at most {self.cap}"
-        return f"{self.phrase}{cap if cap else hi}"
+        """What values the rule accepts, for the docs page (as every ``text``)."""
+        if self.cap is not None:
+            return f"{self.phrase}, at most {self.cap}"
+        if self.hi_in_phrase:
+            return self.phrase
+        return f"{self.phrase}, at most {_BOUNDS.get(self.hi, self.hi)}"
 
 
 POSITIVE = Ints(1, "a positive integer")
@@ -448,14 +451,6 @@ def hparams_of(config, values: Mapping[str, Any] | None = None) -> HParams:
 
 DOCS_PAGE = "docs/configuration.md"
 _NOTES = {ANAKIN: "Anakin only", SEBULBA: "Sebulba only", DISTRIBUTED: "before the processes join"}
-_BOUNDS = {MAX_INT32: "2**31 - 1", MAX_INT64: "2**63 - 1"}
-
-
-def rule_text(rule: Rule) -> str:
-    """What values ``rule`` accepts, for the page (bounds of int32/int64 as powers of 2)."""
-    if isinstance(rule, Ints) and not rule.hi_in_phrase and rule.cap is None:
-        return f"{rule.phrase}, at most {_BOUNDS.get(rule.hi, rule.hi)}"
-    return rule.text()
 
 
 def _cell(text: str) -> str:
@@ -513,7 +508,7 @@ def page(config) -> str:
         lines += [f"## {group}", "", "| field | type | default | values | meaning | notes |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| `{f.name}` | {f.kind} | {_cell(_default_text(f, config))} | "
-                  f"{_cell(rule_text(f.rule))} | {_cell(f.meaning)} | {_notes(f)} |"
+                  f"{_cell(f.rule.text())} | {_cell(f.meaning)} | {_notes(f)} |"
                   for f in FIELDS if f.group == group]
         lines.append("")
     return "\n".join(lines)

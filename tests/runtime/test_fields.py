@@ -149,7 +149,7 @@ def test_base_holds_each_records_default(row):
 def test_every_record_has_a_meaning_and_a_rule():
     for row in fields.FIELDS:
         assert row.meaning.endswith(".") and row.group, row.name
-        assert fields.rule_text(row.rule), row.name
+        assert row.rule.text(), row.name
         assert row.checked_in in (fields.COMMON, fields.DISTRIBUTED, fields.ANAKIN,
                                   fields.SEBULBA), row.name
 
@@ -157,7 +157,7 @@ def test_every_record_has_a_meaning_and_a_rule():
 def test_the_pipeline_rule_names_every_pipeline():
     from sebulba.pipeline import PIPELINES
 
-    assert fields.rule_text(ROWS["pipeline"].rule).startswith(
+    assert ROWS["pipeline"].rule.text().startswith(
         f"one of {', '.join(PIPELINES)} ")
 
 
