@@ -8,7 +8,9 @@ Everything else reads them:
 
 - ``configs/base.py`` builds its defaults from them (``default_config``);
 - validation (``runtime.config``) checks each ``COMMON`` field by its rule (and each
-  ``DISTRIBUTED`` one before ``jax.distributed`` starts), then the cross-field rules;
+  ``DISTRIBUTED`` one before ``jax.distributed`` starts), then the cross-field rules; an
+  ``ANAKIN`` or ``SEBULBA`` field is checked by that mode's ``check_fields``, in the words of
+  its rule (tests/runtime/test_fields.py compares them);
 - sweeps read ``SWEEPABLE``: a loss or optimizer scalar, used only in arithmetic, so an
   agent's value may be a traced one;
 - the resume check reads ``RESUMABLE_CHANGES``: fields that alter neither the data nor the
