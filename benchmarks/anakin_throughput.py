@@ -346,7 +346,7 @@ def recurrent_timing(args, core: str, num_envs: int) -> dict:
     sps, first = {}, 0.0
     for name in ("none", core):
         c = bench_config(args.env_id, num_envs, args.num_steps)
-        c.recurrent, c.recurrent_hidden, c.minibatch = name, args.recurrent_hidden, "sequences"
+        c.recurrent, c.recurrent_hidden, c.minibatch_kind = name, args.recurrent_hidden, "sequences"
         train = train_timing(AnakinRun(c), repeats_for(num_envs, args.repeats))
         sps[name] = num_envs * args.num_steps / train["update_s"]
         first = train["first_call_s"]

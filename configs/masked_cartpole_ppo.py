@@ -19,7 +19,7 @@ def get_config():
     c.env_id = "MaskedCartPole-own"  # gymnax CartPole-v1 seeing [x, theta] only
     c.recurrent = "lstm"           # none: the feed-forward agent of the same torso
     c.recurrent_hidden = 64        # units of the core
-    c.minibatch = "sequences"      # the recurrent agent's only kind (auto picks it too)
+    c.minibatch_kind = "sequences"  # the recurrent agent's only kind (auto picks it too)
     c.num_envs = 16                # 4 minibatches of 4 whole sequences
     c.num_steps = 64               # rollout length T (the backpropagation window)
     c.learning_rate = 1e-3         # annealed linearly to 0

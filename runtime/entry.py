@@ -36,6 +36,7 @@ from runtime import (
     workdir_lock,
 )
 from runtime.config import ModeChecks, validate, validate_distributed
+from runtime.fields import RENAMED, renamed
 from runtime.metrics import group_by_variant, variant_keys
 
 # How a training command reports its errors (any other is a traceback and exit 1).
@@ -161,6 +162,7 @@ def unknown_field(config, path: str) -> str | None:
     The path is cut after its first unknown component (``nope`` for ``nope.deeper``); close
     matches come from that component's parent ``ConfigDict`` (``difflib``). A component after
     a value that is not a ``ConfigDict`` is unknown too; a subscript (``a[0]``) ends the check.
+    A former field name (``runtime.fields.RENAMED``) is ``"<path>: renamed to <new name>"``.
     """
     from ml_collections import ConfigDict
     from ml_collections.config_flags import config_path
@@ -179,6 +181,8 @@ def unknown_field(config, path: str) -> str | None:
             kind = "None" if node is None else f"a {type(node).__name__}"
             return (f"{'.'.join(walked)}: no such config field ({parent} is {kind}, not a "
                     "group of fields)")
+        if ".".join(walked) in RENAMED:
+            return f"{'.'.join(walked)}: {renamed('.'.join(walked))}"
         if part not in node:
             return f"{'.'.join(walked)}: no such config field ({_close_fields(part, node, parent)})"
         node = node[part]

@@ -170,8 +170,10 @@ def load_config(workdir: str,
     if not isinstance(saved, dict):
         raise EvalError(f"--workdir: {path} holds a {type(saved).__name__}, not a run's "
                         "config (a JSON object)")
+    from runtime.fields import upgrade_saved  # a former field name read as its new one
+
     base = defaults.to_dict() if defaults is not None else {}
-    return ml_collections.ConfigDict(_merge(base, saved))
+    return ml_collections.ConfigDict(_merge(base, upgrade_saved(saved)))
 
 
 def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:

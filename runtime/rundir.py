@@ -36,7 +36,7 @@ from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime import distributed, failure, run_files, signals
 from runtime.checkpoint import Checkpointer, CheckpointError, DamagedCheckpoint
-from runtime.fields import RESUMABLE_CHANGES  # fields a resumed run may change
+from runtime.fields import RESUMABLE_CHANGES, upgrade_saved  # fields a resume may change
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 
 
@@ -362,7 +362,7 @@ class RunDir:
         if not os.path.exists(path):
             return None
         with open(path) as f:
-            saved = json.load(f)
+            saved = upgrade_saved(json.load(f))  # an older run's former field names
         now = json.loads(self.config.to_json_best_effort())
         changed = sorted(k for k in set(saved) | set(now)
                          if k not in RESUMABLE_CHANGES | {"total_env_steps"}

@@ -77,7 +77,7 @@ def allowed(package: str, module: str) -> bool:
     if package == "benchmarks":
         return top in ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs")
     if package == "configs":
-        return top == "runtime"  # base.py builds its sweep sub-config from the field table
+        return top == "runtime"  # base.py builds its config from the field records
     raise AssertionError(package)
 
 

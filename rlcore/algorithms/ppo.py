@@ -66,7 +66,7 @@ class PPO(FromHParams):
     prepared_step_bytes = 12
     # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
-    # request (``minibatch="sequences"``; docs/design.md, "One update loop").
+    # request (``minibatch_kind="sequences"``; docs/design.md, "One update loop").
     minibatch_kinds = (SAMPLES, SEQUENCES)
     loss_reduction = MEAN
 

@@ -108,12 +108,12 @@ def test_evaluate_command_carries_the_core(memory_runs, tmp_path):
 def test_recurrent_minibatches_are_sequences():
     """A recurrent PPO agent's loss re-runs its core over whole sequences: ``samples`` is a
     one-line config error, ``auto`` and ``sequences`` pass."""
-    with pytest.raises(ConfigError, match="^minibatch: must be one of auto, sequences for a "
+    with pytest.raises(ConfigError, match="^minibatch_kind: must be one of auto, sequences for a "
                                           "recurrent ppo"):
-        prepare(_config(minibatch="samples"))
+        prepare(_config(minibatch_kind="samples"))
     with pytest.raises(ConfigError, match="^recurrent: must be one of none, lstm, gru"):
         prepare(_config(recurrent="rnn"))
-    prepare(_config(minibatch="sequences"))
+    prepare(_config(minibatch_kind="sequences"))
 
 
 def _short(**overrides):

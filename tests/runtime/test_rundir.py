@@ -278,6 +278,29 @@ def test_resume_allows_a_changed_log_every(tmp_path):
     assert [row["update"] for row in history] == [5, 10]
 
 
+def test_a_run_saved_under_a_former_field_name_resumes(tmp_path):
+    """An older run's config.json names ``minibatch`` (now ``minibatch_kind``): the resume
+    check reads it under the new name, so the same value resumes and another is refused."""
+    _run(_config(log_every=2, checkpoint_every=3), tmp_path, _state(0), range(1, 5),
+         checkpoint_until=4)
+    with open(tmp_path / "config.json") as f:
+        saved = json.load(f)
+    saved["minibatch"] = saved.pop("minibatch_kind")
+    with open(tmp_path / "config.json", "w") as f:
+        json.dump(saved, f)
+    rundir = RunDir(_config(log_every=2, minibatch_kind="sequences"), str(tmp_path), 10,
+                    STEPS_PER_UPDATE)
+    try:
+        with pytest.raises(ConfigError, match=r"^minibatch_kind: .* with 'auto', not "
+                                              r"'sequences'"):
+            rundir.restore_or(_state(0))
+    finally:
+        rundir.close()
+    restored, _ = _run(_config(log_every=2, checkpoint_every=3), tmp_path, _state(0),
+                       range(4, 7))
+    assert int(restored["update"]) == 3
+
+
 # ----------------------------------------------------------------------------- close
 
 
