@@ -28,6 +28,8 @@ docs/design.md, "Config fields"; docs/design.md, "Validation".
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from typing import Any, Mapping
 
 import ml_collections
@@ -526,7 +528,21 @@ def _load_config(path: str):
     return module.get_config()
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    """``python -m runtime.fields [--config=PATH]``: print the page (``docs/configuration.md``
+    is this output for ``configs/base.py``)."""
+    from runtime.cli import OneLineParser
 
-    sys.stdout.write(page(_load_config(sys.argv[1] if len(sys.argv) > 1 else "configs/base.py")))
+    p = OneLineParser(prog="python -m runtime.fields", description=(
+        "Print the configuration page (docs/configuration.md): every config field with its "
+        "type, default, values and meaning."))
+    p.add_argument("--config", default="configs/base.py",
+                   help="the config file whose defaults the page shows")
+    args = p.parse_args(argv)
+    if not os.path.isfile(args.config):
+        p.error(f"--config: no such file: {args.config}")
+    sys.stdout.write(page(_load_config(args.config)))
+
+
+if __name__ == "__main__":
+    main()
