@@ -45,7 +45,7 @@ from rliable import library, metrics
 
 from envs import atari_scores
 from runtime.cli import OneLineParser, doc_summary, output_dir_problem
-from runtime.command import single_line
+from runtime.one_line import single_line
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",

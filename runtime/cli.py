@@ -7,7 +7,7 @@ import argparse
 import os
 import tempfile
 
-from runtime.command import single_line
+from runtime.one_line import single_line
 
 
 def doc_summary(doc: str) -> str:
@@ -28,7 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.error_prefix}{message}\n")
 
     def exit(self, status=0, message=None):
-        """argparse's, with a message kept to one line (``runtime.command.single_line``)."""
+        """argparse's, with a message kept to one line (``runtime.one_line.single_line``)."""
         if message:
             message = single_line(message.rstrip("\n")) + "\n"
         super().exit(status, message)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from runtime import failure
+from runtime.one_line import single_line
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -71,15 +72,6 @@ class OneLine:
             if isinstance(error, kind):
                 return True
         return False
-
-
-def single_line(text: str) -> str:
-    """``text`` with every non-printable character escaped (a newline in a path becomes
-    ``\\n``), so that a message stays one line whatever input it quotes."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
 
 
 def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
