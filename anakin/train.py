@@ -29,7 +29,6 @@ from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
 from runtime import distributed, entry, memory, sweep
-from runtime.checkpoint import SignalFlag
 from runtime.config import (
     MAX_SEED,
     DeviceCounts,
@@ -42,6 +41,7 @@ from runtime.config import (
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir, train_eval_due
+from runtime.signals import SignalFlag
 
 AXIS = distributed.DATA_AXIS
 

@@ -29,7 +29,6 @@ from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
 from runtime import distributed, entry, failure, memory
-from runtime.checkpoint import SignalFlag
 from runtime.command import ExitNow
 from runtime.config import (
     DeviceCounts,
@@ -48,6 +47,7 @@ from runtime.config import (
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir, train_eval_due
+from runtime.signals import SignalFlag
 from runtime.sweep import swept
 from sebulba import learner as sl
 from sebulba import pipeline
