@@ -37,6 +37,7 @@ from runtime import (
 )
 from runtime.config import ModeChecks, validate, validate_distributed
 from runtime.metrics import group_by_variant, variant_keys
+from runtime.workdir import set_aside_previous_run
 
 # How a training command reports its errors (any other is a traceback and exit 1).
 TRAIN_ERRORS = (
@@ -46,7 +47,7 @@ TRAIN_ERRORS = (
     command.OneLine(("runtime.checkpoint.CheckpointError",), "checkpoint",
                     command.EXIT_FAILURE),
     # A rerun of a finished run: nothing to do, said in one line.
-    command.OneLine(("runtime.rundir.RunComplete",), "done", command.EXIT_OK),
+    command.OneLine(("runtime.resume.RunComplete",), "done", command.EXIT_OK),
 )
 
 
@@ -273,8 +274,6 @@ def check_workdir(workdir: str | None) -> None:
 def start_fresh(workdir: str | None) -> None:
     """``--fresh``: the main process moves the previous run in ``workdir`` aside (one line
     says where); every process waits for it before training starts."""
-    from runtime.rundir import set_aside_previous_run  # imports orbax: only once validated
-
     if workdir and distributed.is_main_process():
         moved = set_aside_previous_run(workdir)
         if moved is not None:

@@ -29,6 +29,7 @@ from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
 from runtime import distributed, entry, failure, memory
+from runtime.cadence import train_eval_due
 from runtime.command import ExitNow
 from runtime.config import (
     DeviceCounts,
@@ -46,7 +47,7 @@ from runtime.config import (
 )
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir, train_eval_due
+from runtime.rundir import RunDir
 from runtime.signals import SignalFlag
 from runtime.sweep import swept
 from sebulba import learner as sl
