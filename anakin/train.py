@@ -28,7 +28,7 @@ from rlcore.normalize import maybe_normalized, observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
-from runtime import distributed, entry, memory, sweep
+from runtime import distributed, memory, sweep, train_command
 from runtime.cadence import train_eval_due
 from runtime.config import (
     MAX_SEED,
@@ -334,4 +334,4 @@ MODE = ModeChecks(name="anakin", check_fields=check_fields,
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.
-prepare = functools.partial(entry.prepare, mode=MODE)
+prepare = functools.partial(train_command.prepare, mode=MODE)

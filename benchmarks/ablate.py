@@ -41,8 +41,9 @@ from collections.abc import Callable, Collection
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.cli import OneLineParser, doc_summary, output_dir_problem
+from runtime.arguments import OneLineParser, doc_summary
 from runtime.launch import FAKE_DEVICES_FLAG
+from runtime.output_paths import output_dir_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -118,7 +118,7 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
 
 
 def main(argv) -> None:
-    from runtime.entry import apply_xla_cpu_flags
+    from runtime.xla_flags import apply_xla_cpu_flags
 
     apply_xla_cpu_flags(atari_config())  # the runs' XLA CPU flags (scheduler), before JAX starts
     atari_envs = int(argv[1]) if len(argv) > 1 else 8

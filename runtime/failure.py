@@ -1,6 +1,6 @@
 """One line per runtime failure: the summary on the console, the details in a file.
 
-A command that runs under ``runtime.command.run_command`` with a ``Details`` file gets:
+A command that runs under ``runtime.exits.run_command`` with a ``Details`` file gets:
 
 - while it runs, what the libraries report goes to that file, not to the console: Python
   logging records (absl, orbax, jax; the console keeps them only when ``--verbosity`` is

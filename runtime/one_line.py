@@ -1,5 +1,5 @@
 """Keeping a console message to one line, whatever input it quotes (the one-line errors of
-every command: ``runtime.command``, ``runtime.failure``, ``runtime.cli``).
+every command: ``runtime.exits``, ``runtime.failure``, ``runtime.arguments``).
 
 Imports nothing, so every command-line module can use it before any library loads.
 """

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from runtime.command import EXIT_SIGINT, EXIT_SIGTERM
+from runtime.exits import EXIT_SIGINT, EXIT_SIGTERM
 
 CODES = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 GRACE_S = 8.0  # the loop's time to begin acting on a signal before the watcher ends the run

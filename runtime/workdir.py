@@ -1,7 +1,7 @@
-"""A run directory before a run starts: ``--fresh`` moves the previous run aside.
-
-``set_aside_previous_run`` moves the previous run's files to ``previous-<time>/`` instead of
-resuming them; nothing is deleted.
+"""A run directory before a run starts: ``--workdir`` must be a writable directory
+(``check_workdir``, before anything compiles), and ``--fresh`` moves the previous run's
+files to ``previous-<time>/`` instead of resuming them (``start_fresh``; nothing is
+deleted).
 """
 
 from __future__ import annotations
@@ -9,8 +9,12 @@ from __future__ import annotations
 import datetime
 import glob
 import os
+import sys
+import tempfile
 
-from runtime import run_files
+from rlcore.errors import ConfigError
+from runtime import distributed, run_files
+from runtime.output_paths import file_in_the_way
 
 
 def set_aside_previous_run(workdir: str) -> str | None:
@@ -30,3 +34,43 @@ def set_aside_previous_run(workdir: str) -> str | None:
     for entry in entries:
         os.rename(entry, os.path.join(target, os.path.basename(entry)))
     return target
+
+
+def check_workdir(workdir: str | None) -> None:
+    """Makes sure ``workdir`` (None or empty: no run directory) is a writable directory,
+    creating it if needed, before anything compiles.
+
+    Raises:
+      ConfigError: ``"--workdir: <path> ...; <what to do>"``.
+    """
+    if not workdir:
+        return
+    hint = "pass a --workdir that is a writable directory or can be created"
+    blocker = file_in_the_way(workdir)
+    if blocker is not None:
+        raise ConfigError(f"--workdir: {workdir} cannot be a directory: {blocker} is a file; "
+                          f"{hint}")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=workdir):
+            pass
+    except OSError as e:
+        raise ConfigError(f"--workdir: {workdir} is not usable ({e.strerror}); {hint}") from None
+    checkpoints = os.path.join(workdir, run_files.CHECKPOINTS)
+    if os.path.exists(checkpoints) and not os.path.isdir(checkpoints):
+        raise ConfigError(f"--workdir: {checkpoints} is a file, not a directory; move it "
+                          f"away or {hint}")
+
+
+def start_fresh(workdir: str | None) -> None:
+    """``--fresh``: the main process moves the previous run in ``workdir`` aside (one line
+    says where); every process waits for it before training starts."""
+    if workdir and distributed.is_main_process():
+        moved = set_aside_previous_run(workdir)
+        if moved is not None:
+            print(f"fresh start: moved the previous run in {workdir} to {moved}/",
+                  file=sys.stderr)
+    if distributed.device_counts().processes > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("fresh start")
