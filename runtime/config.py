@@ -297,7 +297,20 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
 
 
 def _validate_common(config, num_shards: int, check_env_id) -> None:
-    """The fields both modes share; ``num_shards``: learner devices over all processes."""
+    """The fields both modes share; ``num_shards``: learner devices over all processes.
+    The first field that fails is reported, in this order."""
+    _validate_choices(config)
+    _validate_numbers(config)
+    _validate_wandb(config)
+    _validate_evaluation_and_knobs(config)
+    check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
+    _validate_split(config, num_shards)
+    _validate_budget(config)
+    _validate_debug(config)
+
+
+def _validate_choices(config) -> None:
+    """The seed and the named choices: algorithm, network, core, optimizer, minibatch."""
     require(is_int(config.seed) and 0 <= config.seed < MAX_SEED, "seed",
             f"must be an integer in [0, {MAX_SEED}), got {shown(config.seed)}")
     choice(config, "algorithm", ALGORITHMS)
@@ -311,6 +324,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
             f"{shown(config.minibatch)}")
+
+
+def _validate_numbers(config) -> None:
+    """The sizes, switches and hyperparameters of the update."""
     positive_int(config, "total_env_steps", hi=MAX_INT64)
     for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every"):
         positive_int(config, field)
@@ -332,7 +349,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     for field in ("normalize_obs_clip", "normalize_reward_clip"):
         number(config, field)
         require(config[field] > 0, field, f"must be > 0, got {config[field]}")
-    _validate_wandb(config)
+
+
+def _validate_evaluation_and_knobs(config) -> None:
+    """In-training evaluation, the update unroll and the CPU thread count."""
     int_in(config, "eval_every", 0, ">= 0 (0: off)")
     positive_int(config, "eval_episodes")
     require(config.eval_episodes <= MAX_EVAL_ENVS, "eval_episodes",
@@ -340,7 +360,11 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     positive_int(config, "eval_max_steps")
     int_in(config, "update_unroll", AUTO_UNROLL, ">= -1 (-1: auto, 0: fully unrolled)")
     int_in(config, "cpu_threads", 0, ">= 0 (0: auto)")
-    check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
+
+
+def _validate_split(config, num_shards: int) -> None:
+    """The envs split over ``num_shards`` learner devices, into minibatches and
+    micro-batches."""
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")
     per_shard = config.num_envs // num_shards
@@ -354,6 +378,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(config.microbatches == AUTO_MICROBATCHES or mb_envs % config.microbatches == 0,
             "microbatches", f"{mb_envs} envs per minibatch per learner device do not split "
             f"into {config.microbatches} micro-batches")
+
+
+def _validate_budget(config) -> None:
+    """``total_env_steps``: at least one update, at most 2**31 - 1 of them."""
     require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
@@ -361,6 +389,10 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(updates <= MAX_INT32, "total_env_steps",
             f"{shown(config.total_env_steps)} env steps make {shown(updates)} updates; at most "
             "2**31 - 1 (the int32 update counter)")
+
+
+def _validate_debug(config) -> None:
+    """The debug knobs: integers within int32, ``learner_delay_ms`` >= 0."""
     delay = config.debug.learner_delay_ms
     require(is_int(delay) and delay >= 0, "debug.learner_delay_ms",
             f"must be an integer >= 0, got {shown(delay)}")
