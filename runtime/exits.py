@@ -11,7 +11,7 @@ work through ``run_command``, the one place that turns an outcome into an exit c
 - 130 / 143: after SIGINT / SIGTERM (a trainer checkpoints first, then exits with them).
 
 This module imports no library but absl (and ``runtime.failure``, the standard library's),
-so a bad command line fails before JAX loads.
+so a bad command line fails before JAX loads. See docs/design.md, "Exit codes".
 """
 
 from __future__ import annotations

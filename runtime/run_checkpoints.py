@@ -2,7 +2,7 @@
 
 A damaged newer one is reported in one line naming its path and moved aside to
 ``checkpoints/damaged-<step>``; when none restores the run stops (``CheckpointError``) and
-leaves them all in place.
+leaves them all in place. See docs/design.md, "Signals and checkpoints".
 """
 
 from __future__ import annotations
