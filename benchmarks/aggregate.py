@@ -45,8 +45,9 @@ import numpy as np
 from rliable import library, metrics
 
 from envs import atari_scores
-from runtime.cli import OneLineParser, doc_summary, output_dir_problem
-from runtime.command import single_line
+from runtime.arguments import OneLineParser, doc_summary
+from runtime.one_line import single_line
+from runtime.output_paths import output_dir_problem
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",

@@ -130,7 +130,7 @@ def parse_args(argv=None):
 
 
 def main(argv) -> None:
-    from runtime.entry import apply_xla_cpu_flags
+    from runtime.xla_flags import apply_xla_cpu_flags
 
     args = parse_args(argv[1:])
     apply_xla_cpu_flags(atari_config())  # the runs' XLA CPU flags (scheduler), before JAX starts

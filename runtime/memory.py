@@ -50,7 +50,7 @@ A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limi
 (GPU/TPU), or on CPU the host's available RAM divided by the local devices the run uses
 (``ModeChecks.devices_used``; fake CPU devices share it). A mode's host buffers
 (``ModeChecks.host_memory``: Sebulba's rollout queues, see ``sebulba.train``) are checked
-against the host's available RAM. ``runtime.entry.prepare`` runs ``check_run`` after
+against the host's available RAM. ``runtime.train_command.prepare`` runs ``check_run`` after
 ``runtime.config.validate``: validation proper stays a function of the config and the
 device counts it is given, the memory check reads the real devices and host.
 """
@@ -214,7 +214,7 @@ CONCURRENCY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
 def concurrency_scheduler(config) -> bool:
     """Whether XLA CPU's concurrency-optimized scheduler is on for a run of ``config``: the
     value of its flag in ``XLA_FLAGS`` where given there (it wins), else the config's
-    ``xla_cpu_concurrency_scheduler`` (``runtime.entry`` puts that into ``XLA_FLAGS``)."""
+    ``xla_cpu_concurrency_scheduler`` (``runtime.xla_flags`` puts that into ``XLA_FLAGS``)."""
     for flag in reversed(os.environ.get("XLA_FLAGS", "").split()):
         if flag.startswith(CONCURRENCY_FLAG + "="):
             return flag.split("=", 1)[1].lower() in ("true", "1")
@@ -503,5 +503,5 @@ def agent_fields(config) -> str:
 def check_run(config, mode: ModeChecks, counts: DeviceCounts, num_shards: int) -> None:
     """``check`` for a config that passed ``runtime.config.validate`` under ``mode`` on the
     runtime of ``counts``, with the ``num_shards`` learner shards validation returned
-    (``runtime.entry.prepare`` calls it)."""
+    (``runtime.train_command.prepare`` calls it)."""
     check(config, mode.env_spec(config.env_id), mode, num_shards, counts.processes)

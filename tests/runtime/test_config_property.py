@@ -15,7 +15,7 @@ fine) train one update of a tiny config; most of them share a compile through th
 session's persistent compilation cache (tests/conftest.py), so the file stays short.
 
 Values are stored as given (``set_field``): the command-line parser refuses a value of the
-wrong type before validation (``runtime.entry.parse_flags``, exit 2), so wrong types reach
+wrong type before validation (``runtime.train_flags.parse_flags``, exit 2), so wrong types reach
 ``validate`` only from Python (a config built from a dict, or with ``ignore_type``), which
 is what this tests.
 """
