@@ -118,7 +118,7 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
 
 
 def parse_args(argv=None):
-    from runtime.cli import OneLineParser, doc_summary
+    from runtime.arguments import OneLineParser, doc_summary
 
     p = OneLineParser(prog="python -m benchmarks.memory_check",
                       description=doc_summary(__doc__))

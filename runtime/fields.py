@@ -531,7 +531,7 @@ def _load_config(path: str):
 def main(argv: list[str] | None = None) -> None:
     """``python -m runtime.fields [--config=PATH]``: print the page (``docs/configuration.md``
     is this output for ``configs/base.py``)."""
-    from runtime.cli import OneLineParser
+    from runtime.arguments import OneLineParser
 
     p = OneLineParser(prog="python -m runtime.fields", description=(
         "Print the configuration page (docs/configuration.md): every config field with its "

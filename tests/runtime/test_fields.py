@@ -103,7 +103,7 @@ def test_a_former_field_name_is_refused_in_one_line_naming_the_new_one():
     from anakin import train as anakin_train
     from rlcore.errors import ConfigError
     from runtime.config import DeviceCounts, validate
-    from runtime.entry import unknown_field
+    from runtime.config_problems import unknown_field
     from sebulba import train as sebulba_train
 
     config = base.get_config()
