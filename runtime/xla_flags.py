@@ -44,8 +44,8 @@ def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
 THREADS_VARIABLE = "PJRT_NPROC"
 # Automatic ``cpu_threads``: one intra-op thread for an Anakin update of at most this many
 # env steps (all agents) on one device. Measured with configs/cartpole_ppo.py's network on
-# a 2-core host (WORKSPACE-notes.md, twelfth session): at 4 envs x 128 steps 1.31x the
-# steps/s for 0.57x the CPU seconds; one thread against two: 1.13x at 8 envs, 0.94x at 16.
+# a 2-core CPU host (docs/running.md, "CPU threads"): at 4 envs x 128 steps 1.31x the steps/s for
+# 0.57x the CPU seconds; one thread against two: 1.13x at 8 envs, 0.94x at 16.
 SMALL_UPDATE_ENV_STEPS = 1024
 
 
@@ -55,7 +55,8 @@ def cpu_threads_for(config, mode: str | None) -> int | None:
     takes at most ``SMALL_UPDATE_ENV_STEPS`` env steps over all its agents (such an update
     is a chain of small ops, for which a second pool thread costs more in hand-offs between
     cores than it computes), else None: XLA's default, one per core. Thread counts do not
-    change results (CPU dots gave equal bits at 1 and 2 threads, WORKSPACE-notes.md).
+    change results (CPU dots gave equal bits at 1 and 2 threads; docs/design.md, "Anakin
+    calls").
     Values validation would refuse give None (it reports them before anything compiles).
     """
     value = config.get("cpu_threads", 0)
