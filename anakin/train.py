@@ -23,12 +23,12 @@ from envs import registry
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
-from rlcore.networks import initial_core, make_network
-from rlcore.normalize import maybe_normalized, observer, reward_scaling
+from rlcore.networks import initial_core
+from rlcore.normalize import observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
-from runtime import distributed, entry, memory, sweep
+from runtime import build, distributed, entry, sweep
 from runtime.checkpoint import SignalFlag
 from runtime.config import (
     MAX_SEED,
@@ -39,7 +39,6 @@ from runtime.config import (
     positive_int,
     require,
 )
-from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir, train_eval_due
 
@@ -84,21 +83,16 @@ class AnakinRun:
         self.num_devices = self.mesh.devices.size
         self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
-        self.network = maybe_normalized(
-            make_network(config.network, self.env.spec, config.recurrent,
-                         config.recurrent_hidden),
-            self.env.spec.obs_shape, config.normalize_obs, config.normalize_reward,
-            config.normalize_obs_clip)
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
-        self.hparams = hparams_of(config, sweep.variants(config)[0]).replace(
-            **memory.update_plan(config, self.env.spec, MODE, self.num_devices,
-                                 distributed.device_counts().processes).fields())
-        self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
+        learner = build.learner(config, self.env.spec, MODE, self.num_devices,
+                                self.derived.num_updates, sweep.variants(config)[0])
+        self.network, self.hparams, self.optimizer = (
+            learner.network, learner.hparams, learner.optimizer)
+        self.swept = sweep.agent_hparams(config)
         seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))

@@ -23,12 +23,11 @@ import numpy as np
 
 from envs import registry
 from rlcore.learner import init_learner_state
-from rlcore.networks import initial_core, make_network
-from rlcore.normalize import maybe_normalized, observer, reward_scaling
-from rlcore.optim import optimizer_for
+from rlcore.networks import initial_core
+from rlcore.normalize import observer, reward_scaling
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
-from runtime import distributed, entry, failure, memory
+from runtime import build, distributed, entry, failure, memory
 from runtime.checkpoint import SignalFlag
 from runtime.command import ExitNow
 from runtime.config import (
@@ -45,7 +44,6 @@ from runtime.config import (
     require,
     shown,
 )
-from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir, train_eval_due
 from runtime.sweep import swept
@@ -144,13 +142,9 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        self.network = maybe_normalized(
-            make_network(config.network, self.spec, config.recurrent, config.recurrent_hidden),
-            self.spec.obs_shape, config.normalize_obs, config.normalize_reward,
-            config.normalize_obs_clip)
-        self.hparams = hparams_of(config).replace(**memory.update_plan(
-            config, self.spec, MODE, shards, distributed.device_counts().processes).fields())
-        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
+        learner = build.learner(config, self.spec, MODE, shards, self.derived.num_updates)
+        self.network, self.hparams, self.optimizer = (
+            learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
