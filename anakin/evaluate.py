@@ -77,8 +77,7 @@ def main() -> None:
     from configs import base
     from envs.atari_scores import human_normalized_scores
 
-    ev.evaluate_command(evaluate, defaults=base.get_config,
-                        normalize=human_normalized_scores)
+    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores)
 
 
 if __name__ == "__main__":
