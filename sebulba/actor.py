@@ -25,7 +25,7 @@ from rlcore import normalize, transitions
 from rlcore.networks import final_values, row_stable, step_network
 from rlcore.seeding import per_env_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
-from sebulba import pipeline
+from sebulba import pipeline, timers
 from sebulba.layout import ShardSlice
 from sebulba.pipeline import ParamsServer, StopControl
 
@@ -53,7 +53,7 @@ class RolloutItem:
       update: rollout index.
       pieces: one ShardPiece per learner shard this thread's envs overlap, in shard order.
       episodes: the episodes that ended during the rollout.
-      timers: seconds per stage during this rollout.
+      timers: seconds per stage during this rollout (``sebulba.timers.ACTOR``).
       params_version: the params version the rollout was collected with.
     """
 
@@ -169,13 +169,15 @@ class Actor:
             first = transitions.episode_starts(core, spec.num_envs, np)
             # normalize_reward: each env's discounted return, from 0 with its fresh episode.
             self._ret = np.zeros(spec.num_envs, np.float32)
-            put_wait = 0.0
+            handover = timers.Timers([timers.ACTOR_PUT_WAIT])
             for r in range(spec.start, spec.end):
                 item, obs, core, first = self._rollout(env, obs, core, first, env_ids, r)
                 # The wait to hand over the previous rollout: once an item is in the queue
                 # the learner may read it, so nothing is written to it after the put.
-                item.timers["actor_put_wait"] = put_wait
-                put_wait = pipeline.put(self.out_queue, item, self.stop, spec.timeout_s)
+                item.timers.update(handover)
+                handover = timers.Timers([timers.ACTOR_PUT_WAIT])
+                with handover.time(timers.ACTOR_PUT_WAIT):
+                    pipeline.put(self.out_queue, item, self.stop, spec.timeout_s)
         except pipeline.PipelineStopped:
             pass
         except BaseException as e:  # noqa: BLE001 - reaches the main thread via stop
@@ -196,10 +198,11 @@ class Actor:
         spec = self.spec
         if r == spec.fail_at_update:
             raise RuntimeError(f"debug.fail_actor_at_update: actor failed at update {r}")
-        timers = dict.fromkeys(("params_wait", "inference", "d2h", "env_step"), 0.0)
-        version, params, timers["params_wait"] = self.params.get(
-            pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
-            spec.timeout_s)
+        stages = timers.Timers(timers.ROLLOUT)
+        with stages.time(timers.PARAMS_WAIT):
+            version, params, _ = self.params.get(
+                pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
+                spec.timeout_s)
         buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs, env.spec)
         ret_stats = None
         if spec.reward_scaling is not None:  # the statistics of the params' version
@@ -212,7 +215,7 @@ class Actor:
             if first is not None:
                 firsts.append(first)
             obs, core, first, dist_p, done = self._step(env, buf, t, params, obs, core, first,
-                                                        env_ids, r, ret_stats, timers)
+                                                        env_ids, r, ret_stats, stages)
             dist_params.append(dist_p)
             episodes = _count_episodes(episodes, env.stats, done)
         if r == spec.nan_at_update:
@@ -220,29 +223,25 @@ class Actor:
         rollout = buf.trajectory(jax.numpy.stack(dist_params), obs, start_core, firsts,
                                  self.final_value is not None, ret_stats is not None)
         item = RolloutItem(update=r, pieces=self._split(rollout), episodes=episodes,
-                           timers=timers, params_version=version)
+                           timers=stages, params_version=version)
         return item, obs, core, first
 
     def _step(self, env: HostEnv, buf: "_HostBuffers", t: int, params, obs, core, first,
-              env_ids, r: int, ret_stats, timers: dict):
+              env_ids, r: int, ret_stats, stages: timers.Timers):
         """Step ``t`` of rollout ``r``, written into ``buf`` by the rules of
         ``rlcore.transitions``; returns ``(next obs, core after the step, next first,
         the step's distribution params [n, P] on the device, done [n])``."""
         spec = self.spec
-        t0 = time.perf_counter()
-        action, dist_p, core = self.policy(params, jax.device_put(obs, spec.device), core,
-                                          first, env_ids, np.int32(r), np.int32(t))
-        action.block_until_ready()
-        t1 = time.perf_counter()
-        action_np = np.asarray(action)
-        t2 = time.perf_counter()
-        if spec.jitter_ms > 0:
-            time.sleep(self._jitter.uniform(0, spec.jitter_ms) / 1000.0)
-        ts = env.step(action_np)
-        t3 = time.perf_counter()
-        timers["inference"] += t1 - t0
-        timers["d2h"] += t2 - t1
-        timers["env_step"] += t3 - t2
+        with stages.time(timers.INFERENCE):
+            action, dist_p, core = self.policy(params, jax.device_put(obs, spec.device), core,
+                                              first, env_ids, np.int32(r), np.int32(t))
+            action.block_until_ready()
+        with stages.time(timers.D2H):
+            action_np = np.asarray(action)
+        with stages.time(timers.ENV_STEP):
+            if spec.jitter_ms > 0:
+                time.sleep(self._jitter.uniform(0, spec.jitter_ms) / 1000.0)
+            ts = env.step(action_np)
         buf.write(t, obs, action_np, ts)
         end = transitions.end_of_step(buf.reward[t], ts.terminated, ts.truncated, first,
                                       self._ret, ret_stats, spec.reward_scaling, np)
