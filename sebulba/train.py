@@ -5,9 +5,10 @@ Host envs are EnvPool pools or jittable envs served on a host CPU device
 
 (Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
 2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues
-(``pipeline.RolloutQueue``) that the learner (this, the main thread) reads in a fixed order;
-see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each rollout uses.
-While the learner stays long in one stage, ``sebulba.progress`` says so on the console.
+(``pipeline.RolloutQueue``) that the learner (``LearnerLoop``, the main thread) reads in a
+fixed order; see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each
+rollout uses. While the learner stays long in one stage, ``sebulba.progress`` says so on the
+console.
 """
 
 from __future__ import annotations
@@ -218,7 +219,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     wait for it too). With several processes a signal seen by any of them stops all of
     them, agreed through the coordination service, not device collectives
     (``distributed.StopBoard``): they checkpoint the same update, the last one any of them
-    completed (a process one behind finishes its update in flight first).
+    completed (a process one behind finishes its update in flight first). See
+    docs/design.md, "Signals and checkpoints".
 
     Args:
       config: a validated config (see ``prepare``).
@@ -253,7 +255,7 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
 class LearnerLoop:
     """The learner of one run (the main thread) and what its steps share: each update is
     collect, assemble, step, publish, settle (wait for it, or abandon it on a signal) and
-    record.
+    record (docs/design.md, "Sebulba layout" and "Pipelines and staleness").
 
     Attributes:
       run: the run's pieces.
