@@ -265,16 +265,7 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                     rundir.first_call_done(k, per_update_s * k, compile_s=compile_s,
                                            steady_from=(start, t_call))
                     first = False
-                for i in range(k):
-                    row = jax.tree.map(lambda x, i=i: x[i], out)
-                    rows = [row] if run.num_agents == 1 else [
-                        jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
-                    scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
-                                "time/update_s": per_update_s} for r in rows]
-                    # Update i of the call ended, at the call's steady rate, at this time.
-                    rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
-                                  sps=run.derived.steps_per_update / per_update_s,
-                                  at=t_call + (i + 1) * per_update_s)
+                _record_call(run, rundir, out, start, k, t_call, per_update_s)
                 # A collective in multi-process runs: every process, after every call.
                 exit_code = distributed.agree_on_exit_code(flag.exit_code)
                 rundir.checkpoint_or_exit(start + k, start, state, exit_code)
@@ -282,6 +273,22 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     finally:
         rundir.close()
     return rundir.history
+
+
+def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, k: int,
+                 t_call: float, per_update_s: float) -> None:
+    """The metrics lines of a call's ``k`` updates ``start + 1 .. start + k`` (``out``
+    on the host, leaves ``[K]`` or ``[K, A]``), each ended, at the call's steady rate of
+    ``per_update_s``, that long after ``t_call``."""
+    for i in range(k):
+        row = jax.tree.map(lambda x, i=i: x[i], out)
+        rows = [row] if run.num_agents == 1 else [
+            jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
+        scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
+                    "time/update_s": per_update_s} for r in rows]
+        rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
+                      sps=run.derived.steps_per_update / per_update_s,
+                      at=t_call + (i + 1) * per_update_s)
 
 
 def _hold(seconds: float, flag: SignalFlag) -> None:
