@@ -72,16 +72,12 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
 
 
 def main() -> None:
-    """The command: ``configs/base.py`` fills the fields an older ``config.json`` lacks;
-    ``--help`` lists the evaluation flags (this module adopts them as its key flags)."""
-    from absl import flags
-
+    """The command (``runtime.evaluation.evaluate_command``): ``configs/base.py`` fills the
+    fields an older ``config.json`` lacks; Atari scores are also given human-normalised."""
     from configs import base
     from envs.atari_scores import human_normalized_scores
 
-    ev.define_flags()
-    flags.adopt_module_key_flags(ev)
-    ev.main(evaluate, defaults=base.get_config, normalize=human_normalized_scores)
+    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from envs.base import JaxEnv, JaxEnvState
-from rlcore import normalize
+from rlcore import normalize, transitions
 from rlcore.distributions import distribution_for
 from rlcore.networks import final_values, step_network
 from rlcore.seeding import per_env_keys, rollout_keys
@@ -50,15 +50,9 @@ def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None,
     ``core``: a recurrent agent's initial core state ``[B, H]`` (None: feed-forward);
     ``scale_rewards``: start the discounted returns (``EnvCarry.ret``) at 0."""
     state, ts = jax.vmap(env.reset)(per_env_keys(reset_root, env_ids))
-    first = None if core is None else jnp.ones(env_ids.shape, bool)
+    first = transitions.episode_starts(core, env_ids.shape)
     ret = jnp.zeros(env_ids.shape, jnp.float32) if scale_rewards else None
     return EnvCarry(state=state, obs=ts.obs, core=core, first=first, ret=ret)
-
-
-def _no_final_values(params, final_obs, truncated, core):
-    """``final_values``' output where no env was truncated (zeros of its sharding type)."""
-    del params, final_obs, core
-    return jnp.zeros_like(truncated, jnp.float32)
 
 
 def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1,
@@ -88,7 +82,8 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
       EpisodeSummary of this device's envs. A recurrent agent's Trajectory holds the core
       state at the rollout's start and the episode starts ``first [T, B]``.
     """
-    step_envs = jax.vmap(env.step_drawn)
+    one_step = _make_step(env, apply_fn, nan_at_update, bootstrap_time_limits, over_agents,
+                          reward_scaling)
     dist_family = distribution_for(env.spec)
     draw = jax.vmap(jax.vmap(env.draw_reset))  # over [T, B] keys
 
@@ -100,48 +95,55 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
         noise = dist_family.noise(rollout_keys(action_root, env_ids, update, num_steps),
                                   env.spec)
         step_keys, resets = draw(rollout_keys(env_root, env_ids, update, num_steps))
-
-        def one_step(carry: EnvCarry, xs):
-            action_noise_t, step_key, reset = xs
-            dist, value, core = step_network(apply_fn, params, carry.obs, carry.core,
-                                             carry.first)
-            action = dist.sample_from_noise(action_noise_t)
-            state, ts = step_envs(carry.state, action, step_key, reset)
-            reward = ts.reward
-            if nan_at_update >= 0:
-                reward = jnp.where(update == nan_at_update, jnp.nan, reward)
-            done = ts.terminated | ts.truncated
-            ret, discounted_return = carry.ret, None
-            if reward_scaling is not None:
-                reward, discounted_return, ret = normalize.scale_rewards(
-                    reward, carry.ret, done, normalize.return_stats(params), *reward_scaling)
-            final_value = None
-            if bootstrap_time_limits and over_agents:
-                final_value = final_values(apply_fn, params, ts.final_obs, ts.truncated, core)
-            elif bootstrap_time_limits:
-                final_value = jax.lax.cond(
-                    jnp.any(ts.truncated), functools.partial(final_values, apply_fn),
-                    _no_final_values, params, ts.final_obs, ts.truncated, core)
-            record = (
-                Trajectory(
-                    obs=carry.obs, action=action, reward=reward, terminated=ts.terminated,
-                    truncated=ts.truncated, behaviour_logits=dist.params(), behaviour_value=value,
-                    bootstrap_obs=None, first=carry.first, final_value=final_value,
-                    discounted_return=discounted_return,
-                ),
-                EpisodeSummary(
-                    return_sum=jnp.sum(jnp.where(done, state.stats.completed_return, 0.0)),
-                    length_sum=jnp.sum(jnp.where(done, state.stats.completed_length, 0)),
-                    count=jnp.sum(done.astype(jnp.int32)),
-                ),
-            )
-            first = None if core is None else done
-            return EnvCarry(state=state, obs=ts.obs, core=core, first=first, ret=ret), record
-
         start_core = carry.core
-        carry, (traj, summaries) = jax.lax.scan(one_step, carry, (noise, step_keys, resets))
+        carry, (traj, summaries) = jax.lax.scan(functools.partial(one_step, params, update),
+                                                carry, (noise, step_keys, resets))
         traj = traj.replace(bootstrap_obs=carry.obs, core_state=start_core)
         summary = jax.tree.map(jnp.sum, summaries)
         return carry, traj, summary
 
     return rollout
+
+
+def _make_step(env: JaxEnv, apply_fn: Callable, nan_at_update: int,
+               bootstrap_time_limits: bool, over_agents: bool,
+               reward_scaling: tuple[float, float] | None):
+    """``one_step(params, update, carry, (noise_t, step_key, reset)) -> (carry,
+    (Trajectory, EpisodeSummary))``: one step of the envs ``[B]`` of ``make_rollout_fn``'s
+    scan (its arguments), by the rules of ``rlcore.transitions``."""
+    step_envs = jax.vmap(env.step_drawn)
+    branch = transitions.always if over_agents else jax.lax.cond
+    values_fn = functools.partial(final_values, apply_fn)
+
+    def one_step(params, update, carry: EnvCarry, xs):
+        action_noise_t, step_key, reset = xs
+        dist, value, core = step_network(apply_fn, params, carry.obs, carry.core, carry.first)
+        action = dist.sample_from_noise(action_noise_t)
+        state, ts = step_envs(carry.state, action, step_key, reset)
+        reward = ts.reward
+        if nan_at_update >= 0:
+            reward = jnp.where(update == nan_at_update, jnp.nan, reward)
+        end = transitions.end_of_step(reward, ts.terminated, ts.truncated, carry.first,
+                                      carry.ret, normalize.return_stats(params), reward_scaling)
+        final_value = None
+        if bootstrap_time_limits:
+            final_value = transitions.final_value(values_fn, params, ts.final_obs,
+                                                  ts.truncated, core, branch)
+        traj = Trajectory(
+            obs=carry.obs, action=action, reward=end.reward, terminated=ts.terminated,
+            truncated=ts.truncated, behaviour_logits=dist.params(), behaviour_value=value,
+            bootstrap_obs=None, first=carry.first, final_value=final_value,
+            discounted_return=end.discounted_return)
+        carry = EnvCarry(state=state, obs=ts.obs, core=core, first=end.first, ret=end.ret)
+        return carry, (traj, _episodes(end.done, state.stats))
+
+    return one_step
+
+
+def _episodes(done, stats) -> EpisodeSummary:
+    """The episodes that ended in a step (``done [B]``), from the envs' ``stats``."""
+    return EpisodeSummary(
+        return_sum=jnp.sum(jnp.where(done, stats.completed_return, 0.0)),
+        length_sum=jnp.sum(jnp.where(done, stats.completed_length, 0)),
+        count=jnp.sum(done.astype(jnp.int32)),
+    )

@@ -23,12 +23,12 @@ from envs import registry
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
-from rlcore.networks import initial_core, make_network
-from rlcore.normalize import maybe_normalized, observer, reward_scaling
+from rlcore.networks import initial_core
+from rlcore.normalize import observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
-from runtime import distributed, memory, sweep, train_command
+from runtime import build, distributed, sweep, train_command
 from runtime.cadence import train_eval_due
 from runtime.config import (
     MAX_SEED,
@@ -39,7 +39,6 @@ from runtime.config import (
     positive_int,
     require,
 )
-from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir
 from runtime.signals import SignalFlag
@@ -85,21 +84,16 @@ class AnakinRun:
         self.num_devices = self.mesh.devices.size
         self.derived = derive(config, self.num_devices)
         self.env = registry.make_jax_env(config.env_id)
-        self.network = maybe_normalized(
-            make_network(config.network, self.env.spec, config.recurrent,
-                         config.recurrent_hidden),
-            self.env.spec.obs_shape, config.normalize_obs, config.normalize_reward,
-            config.normalize_obs_clip)
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
-        self.hparams = hparams_of(config, sweep.variants(config)[0]).replace(
-            **memory.update_plan(config, self.env.spec, MODE, self.num_devices,
-                                 distributed.device_counts().processes).fields())
-        self.swept = sweep.agent_hparams(config)
         # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
+        learner = build.learner(config, self.env.spec, MODE, self.num_devices,
+                                self.derived.num_updates, sweep.variants(config)[0])
+        self.network, self.hparams, self.optimizer = (
+            learner.network, learner.hparams, learner.optimizer)
+        self.swept = sweep.agent_hparams(config)
         seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
@@ -272,16 +266,7 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
                     rundir.first_call_done(k, per_update_s * k, compile_s=compile_s,
                                            steady_from=(start, t_call))
                     first = False
-                for i in range(k):
-                    row = jax.tree.map(lambda x, i=i: x[i], out)
-                    rows = [row] if run.num_agents == 1 else [
-                        jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
-                    scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
-                                "time/update_s": per_update_s} for r in rows]
-                    # Update i of the call ended, at the call's steady rate, at this time.
-                    rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
-                                  sps=run.derived.steps_per_update / per_update_s,
-                                  at=t_call + (i + 1) * per_update_s)
+                _record_call(run, rundir, out, start, k, t_call, per_update_s)
                 # A collective in multi-process runs: every process, after every call.
                 exit_code = distributed.agree_on_exit_code(flag.exit_code)
                 rundir.checkpoint_or_exit(start + k, start, state, exit_code)
@@ -289,6 +274,22 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     finally:
         rundir.close()
     return rundir.history
+
+
+def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, k: int,
+                 t_call: float, per_update_s: float) -> None:
+    """The metrics lines of a call's ``k`` updates ``start + 1 .. start + k`` (``out``
+    on the host, leaves ``[K]`` or ``[K, A]``), each ended, at the call's steady rate of
+    ``per_update_s``, that long after ``t_call``."""
+    for i in range(k):
+        row = jax.tree.map(lambda x, i=i: x[i], out)
+        rows = [row] if run.num_agents == 1 else [
+            jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
+        scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
+                    "time/update_s": per_update_s} for r in rows]
+        rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
+                      sps=run.derived.steps_per_update / per_update_s,
+                      at=t_call + (i + 1) * per_update_s)
 
 
 def _hold(seconds: float, flag: SignalFlag) -> None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -264,8 +265,8 @@ class Evaluation:
 
 def define_flags() -> None:
     """The evaluation flags (absl), shared by both entry points. absl's ``--help`` lists only
-    the main module's key flags, and these are this module's: the entry point adopts them
-    (``flags.adopt_module_key_flags(runtime.evaluation)``) after calling this."""
+    the main module's key flags, and these are this module's: ``evaluate_command`` makes them the
+    program's after calling this."""
     from absl import flags
 
     flags.DEFINE_string("workdir", None,
@@ -361,3 +362,17 @@ def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         run(evaluate, defaults, normalize)
 
     app.run(_main, flags_parser=parse_flags)
+
+
+def evaluate_command(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
+            defaults: Callable[[], ml_collections.ConfigDict] | None = None,
+            normalize: Normalizer | None = None) -> None:
+    """``python -m <mode>.evaluate`` whole: defines the evaluation flags (``define_flags``),
+    makes them key flags of the program (absl's ``--help`` lists those of ``sys.argv[0]``,
+    the main module, only), then ``main(evaluate, defaults, normalize)``."""
+    from absl import flags
+
+    define_flags()
+    for flag in flags.FLAGS.get_key_flags_for_module(__name__):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    main(evaluate, defaults, normalize)

@@ -21,11 +21,11 @@ import jax
 import numpy as np
 
 from envs.base import HostEnv
-from rlcore import normalize
+from rlcore import normalize, transitions
 from rlcore.networks import final_values, row_stable, step_network
 from rlcore.seeding import per_env_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
-from sebulba import pipeline
+from sebulba import pipeline, timers
 from sebulba.layout import ShardSlice
 from sebulba.pipeline import ParamsServer, StopControl
 
@@ -53,7 +53,7 @@ class RolloutItem:
       update: rollout index.
       pieces: one ShardPiece per learner shard this thread's envs overlap, in shard order.
       episodes: the episodes that ended during the rollout.
-      timers: seconds per stage during this rollout.
+      timers: seconds per stage during this rollout (``sebulba.timers.ACTOR``).
       params_version: the params version the rollout was collected with.
     """
 
@@ -166,16 +166,18 @@ class Actor:
                 np.arange(spec.first_env, spec.first_env + spec.num_envs, dtype=np.int32),
                 spec.device)
             core = jax.device_put(spec.initial_core(spec.num_envs), spec.device)
-            first = None if core is None else np.ones(spec.num_envs, bool)
+            first = transitions.episode_starts(core, spec.num_envs, np)
             # normalize_reward: each env's discounted return, from 0 with its fresh episode.
             self._ret = np.zeros(spec.num_envs, np.float32)
-            put_wait = 0.0
+            handover = timers.Timers([timers.ACTOR_PUT_WAIT])
             for r in range(spec.start, spec.end):
                 item, obs, core, first = self._rollout(env, obs, core, first, env_ids, r)
                 # The wait to hand over the previous rollout: once an item is in the queue
                 # the learner may read it, so nothing is written to it after the put.
-                item.timers["actor_put_wait"] = put_wait
-                put_wait = pipeline.put(self.out_queue, item, self.stop, spec.timeout_s)
+                item.timers.update(handover)
+                handover = timers.Timers([timers.ACTOR_PUT_WAIT])
+                with handover.time(timers.ACTOR_PUT_WAIT):
+                    pipeline.put(self.out_queue, item, self.stop, spec.timeout_s)
         except pipeline.PipelineStopped:
             pass
         except BaseException as e:  # noqa: BLE001 - reaches the main thread via stop
@@ -196,65 +198,65 @@ class Actor:
         spec = self.spec
         if r == spec.fail_at_update:
             raise RuntimeError(f"debug.fail_actor_at_update: actor failed at update {r}")
-        timers = dict.fromkeys(("params_wait", "inference", "d2h", "env_step"), 0.0)
-        version, params, timers["params_wait"] = self.params.get(
-            pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
-            spec.timeout_s)
+        stages = timers.Timers(timers.ROLLOUT)
+        with stages.time(timers.PARAMS_WAIT):
+            version, params, _ = self.params.get(
+                pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
+                spec.timeout_s)
         buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs, env.spec)
         ret_stats = None
         if spec.reward_scaling is not None:  # the statistics of the params' version
             ret_stats = jax.device_get(normalize.return_stats(params))
-        start_core, firsts = core, []
-        dist_params = []
-        ep_ret, ep_len, ep_cnt = 0.0, 0.0, 0
+        start_core, firsts, dist_params = core, [], []
+        episodes = EpisodeSummary.zero()
         for t in range(spec.num_steps):
             if self.stop.stopped:
                 raise pipeline.PipelineStopped()
-            t0 = time.perf_counter()
+            if first is not None:
+                firsts.append(first)
+            obs, core, first, dist_p, done = self._step(env, buf, t, params, obs, core, first,
+                                                        env_ids, r, ret_stats, stages)
+            dist_params.append(dist_p)
+            episodes = _count_episodes(episodes, env.stats, done)
+        if r == spec.nan_at_update:
+            buf.reward[:] = np.nan
+        rollout = buf.trajectory(jax.numpy.stack(dist_params), obs, start_core, firsts,
+                                 self.final_value is not None, ret_stats is not None)
+        item = RolloutItem(update=r, pieces=self._split(rollout), episodes=episodes,
+                           timers=stages, params_version=version)
+        return item, obs, core, first
+
+    def _step(self, env: HostEnv, buf: "_HostBuffers", t: int, params, obs, core, first,
+              env_ids, r: int, ret_stats, stages: timers.Timers):
+        """Step ``t`` of rollout ``r``, written into ``buf`` by the rules of
+        ``rlcore.transitions``; returns ``(next obs, core after the step, next first,
+        the step's distribution params [n, P] on the device, done [n])``."""
+        spec = self.spec
+        with stages.time(timers.INFERENCE):
             action, dist_p, core = self.policy(params, jax.device_put(obs, spec.device), core,
                                               first, env_ids, np.int32(r), np.int32(t))
             action.block_until_ready()
-            t1 = time.perf_counter()
+        with stages.time(timers.D2H):
             action_np = np.asarray(action)
-            t2 = time.perf_counter()
+        with stages.time(timers.ENV_STEP):
             if spec.jitter_ms > 0:
                 time.sleep(self._jitter.uniform(0, spec.jitter_ms) / 1000.0)
             ts = env.step(action_np)
-            t3 = time.perf_counter()
-            timers["inference"] += t1 - t0
-            timers["d2h"] += t2 - t1
-            timers["env_step"] += t3 - t2
-            buf.write(t, obs, action_np, ts)
-            dist_params.append(dist_p)
-            done = ts.terminated | ts.truncated
-            if ret_stats is not None:
-                buf.reward[t], buf.discounted_return[t], self._ret = normalize.scale_rewards(
-                    buf.reward[t], self._ret, done, ret_stats, *spec.reward_scaling, xp=np)
-            if self.final_value is not None and ts.truncated.any():
-                buf.final_value[t] = np.asarray(self.final_value(
-                    params, jax.device_put(ts.final_obs, spec.device), ts.truncated, core))
-            if first is not None:
-                firsts.append(first)
-                first = done
-            if done.any():
-                ep_ret += float(env.stats.completed_return[done].sum())
-                ep_len += float(env.stats.completed_length[done].sum())
-                ep_cnt += int(done.sum())
-            obs = ts.obs
-        if r == spec.nan_at_update:
-            buf.reward[:] = np.nan
-        rollout = Trajectory(
-            obs=buf.obs, action=buf.action, reward=buf.reward, terminated=buf.terminated,
-            truncated=buf.truncated, behaviour_logits=jax.numpy.stack(dist_params),
-            behaviour_value=None, bootstrap_obs=obs, core_state=start_core,
-            first=np.stack(firsts) if firsts else None,
-            final_value=None if self.final_value is None else buf.final_value,
-            discounted_return=None if ret_stats is None else buf.discounted_return,
-        )
-        item = RolloutItem(update=r, pieces=self._split(rollout),
-                           episodes=EpisodeSummary(ep_ret, ep_len, ep_cnt), timers=timers,
-                           params_version=version)
-        return item, obs, core, first
+        buf.write(t, obs, action_np, ts)
+        end = transitions.end_of_step(buf.reward[t], ts.terminated, ts.truncated, first,
+                                      self._ret, ret_stats, spec.reward_scaling, np)
+        if ret_stats is not None:
+            buf.reward[t], buf.discounted_return[t], self._ret = (
+                end.reward, end.discounted_return, end.ret)
+        if self.final_value is not None:
+            buf.final_value[t] = transitions.final_value(
+                self._final_values, params, ts.final_obs, ts.truncated, core)
+        return ts.obs, core, end.first, dist_p, end.done
+
+    def _final_values(self, params, final_obs, truncated, core) -> np.ndarray:
+        """``final_value`` on the actor device, back on the host ``[n]``."""
+        return np.asarray(self.final_value(
+            params, jax.device_put(final_obs, self.spec.device), truncated, core))
 
     def _split(self, rollout: Trajectory) -> tuple[ShardPiece, ...]:
         """The rollout's slices for every overlapping learner shard, placed there."""
@@ -262,6 +264,16 @@ class Actor:
             ShardPiece(shard=sl.shard, first_env=sl.first_env,
                        trajectory=jax.device_put(rollout.slice_envs(sl.lo, sl.hi), sl.device))
             for sl in self.spec.slices)
+
+
+def _count_episodes(episodes: EpisodeSummary, stats, done: np.ndarray) -> EpisodeSummary:
+    """``episodes`` with those that ended in a step (``done [n]``) added, from the env's
+    ``stats``."""
+    if not done.any():
+        return episodes
+    return episodes + EpisodeSummary(float(stats.completed_return[done].sum()),
+                                     float(stats.completed_length[done].sum()),
+                                     int(done.sum()))
 
 
 @dataclasses.dataclass
@@ -286,6 +298,20 @@ class _HostBuffers:
             truncated=np.empty((t_len, n), bool),
             final_value=np.zeros((t_len, n), np.float32),
             discounted_return=np.zeros((t_len, n), np.float32),
+        )
+
+    def trajectory(self, behaviour_logits, bootstrap_obs, core_state, firsts: list,
+                   final_value: bool, discounted_return: bool) -> Trajectory:
+        """The rollout's Trajectory ``[T, n, ...]`` (no behaviour values); ``firsts``: the
+        episode starts of each step (empty for a feed-forward agent); ``final_value``,
+        ``discounted_return``: the rollout carries that field."""
+        return Trajectory(
+            obs=self.obs, action=self.action, reward=self.reward, terminated=self.terminated,
+            truncated=self.truncated, behaviour_logits=behaviour_logits,
+            behaviour_value=None, bootstrap_obs=bootstrap_obs, core_state=core_state,
+            first=np.stack(firsts) if firsts else None,
+            final_value=self.final_value if final_value else None,
+            discounted_return=self.discounted_return if discounted_return else None,
         )
 
     def write(self, t: int, obs, action, ts) -> None:

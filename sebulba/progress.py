@@ -19,11 +19,13 @@ import sys
 import threading
 import time
 
+from sebulba.timers import STEPPING
+
 FIRST_S = 30.0  # a stage this long gets its first line
 EVERY_S = 60.0  # then one line this often while it lasts
 TICK_S = 1.0  # how often the thread looks
-# Actor stages that step envs (the others wait on the learner).
-STEPPING = ("inference", "d2h", "env_step")
+# The learner's stages of an update (``Progress.stage``).
+WAITING, COMPILING, TRAINING, EVALUATING = "waiting", "compiling", "training", "evaluating"
 
 
 def clock(seconds: float) -> str:
@@ -58,13 +60,13 @@ class Progress:
 
     def stage(self, update: int, name: str | None) -> None:
         """The learner begins stage ``name`` of update ``update + 1`` (``update``: the
-        0-based index of its rollout): ``"waiting"`` (for that rollout), ``"compiling"``,
-        ``"training"``, ``"evaluating"``; None: a short stage, nothing to say."""
+        0-based index of its rollout): ``WAITING`` (for that rollout), ``COMPILING``,
+        ``TRAINING``, ``EVALUATING``; None: a short stage, nothing to say."""
         now = time.perf_counter()
         with self._lock:
             previous = self._stage
             self._note = ""
-            if (previous is not None and name == "training" and previous[1] == "compiling"
+            if (previous is not None and name == TRAINING and previous[1] == COMPILING
                     and previous[0] == update):
                 self._note = f" (after compiling for {clock(now - previous[2])})"
             self._stage = None if name is None else (update, name, now)
@@ -78,7 +80,7 @@ class Progress:
             update, name, since = self._stage
             note = self._note
         head = f"learner: update {update + 1}/{self._total} {name} for {clock(now - since)}{note}"
-        return f"{head}; actors: {self._actors(update if name == 'waiting' else update + 1)}"
+        return f"{head}; actors: {self._actors(update if name == WAITING else update + 1)}"
 
     def _actors(self, rollout: int) -> str:
         """What the actors have done towards rollout ``rollout`` (0-based)."""

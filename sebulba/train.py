@@ -5,17 +5,20 @@ Host envs are EnvPool pools or jittable envs served on a host CPU device
 
 (Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
 2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues
-(``pipeline.RolloutQueue``) that the learner (this, the main thread) reads in a fixed order;
-see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each rollout uses.
-While the learner stays long in one stage, ``sebulba.progress`` says so on the console.
+(``pipeline.RolloutQueue``) that the learner (``LearnerLoop``, the main thread) reads in a
+fixed order; see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each
+rollout uses. While the learner stays long in one stage, ``sebulba.progress`` says so on the
+console.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import threading
 import time
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -23,12 +26,11 @@ import numpy as np
 
 from envs import registry
 from rlcore.learner import init_learner_state
-from rlcore.networks import initial_core, make_network
-from rlcore.normalize import maybe_normalized, observer, reward_scaling
-from rlcore.optim import optimizer_for
+from rlcore.networks import initial_core
+from rlcore.normalize import observer, reward_scaling
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
-from rlcore.types import LearnerState
-from runtime import distributed, failure, memory, train_command
+from rlcore.types import LearnerState, Trajectory
+from runtime import build, distributed, failure, memory, train_command
 from runtime.cadence import train_eval_due
 from runtime.config import (
     DeviceCounts,
@@ -45,23 +47,20 @@ from runtime.config import (
     shown,
 )
 from runtime.exits import ExitNow
-from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
 from runtime.rundir import RunDir
 from runtime.signals import SignalFlag
 from runtime.sweep import swept
 from sebulba import learner as sl
-from sebulba import pipeline
-from sebulba.actor import Actor, ActorSpec, make_final_value_fn, make_policy_fn
+from sebulba import pipeline, timers
+from sebulba.actor import Actor, ActorSpec, RolloutItem, make_final_value_fn, make_policy_fn
 from sebulba.episodes import EvalPool
 from sebulba.host_envs import make_host_env
 from sebulba.layout import make_layout
-from sebulba.progress import Progress
+from sebulba.progress import COMPILING, EVALUATING, TRAINING, WAITING, Progress
 
 JOIN_TIMEOUT_S = 30.0
 ABANDON_JOIN_S = 2.0  # the actors' join when an update is left in flight (see ``train``)
-# Actor stage seconds of a rollout (actor_put_wait: the hand-over of the previous rollout).
-TIMERS = ("params_wait", "inference", "d2h", "env_step", "actor_put_wait")
 
 
 def check_fields(config, counts: DeviceCounts) -> int:
@@ -145,13 +144,9 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        self.network = maybe_normalized(
-            make_network(config.network, self.spec, config.recurrent, config.recurrent_hidden),
-            self.spec.obs_shape, config.normalize_obs, config.normalize_reward,
-            config.normalize_obs_clip)
-        self.hparams = hparams_of(config).replace(**memory.update_plan(
-            config, self.spec, MODE, shards, distributed.device_counts().processes).fields())
-        self.optimizer = optimizer_for(self.hparams, self.derived.num_updates)
+        learner = build.learner(config, self.spec, MODE, shards, self.derived.num_updates)
+        self.network, self.hparams, self.optimizer = (
+            learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
@@ -212,6 +207,10 @@ class SebulbaRun:
 def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     """Runs Sebulba training; writes the run directory; returns the logged rows.
 
+    The lifecycle around the learner's updates (``LearnerLoop``): the actors start inside the
+    signal handlers, the learner runs its updates, and whatever ends the loop, the actors
+    stop and are joined and every part is closed (``LearnerLoop.shutdown``).
+
     A signal (SIGINT/SIGTERM) stops the run at the last completed update: a checkpoint of
     it, then exit 130/143. The learner acts on it within ``pipeline.POLL_S`` while it waits
     for rollouts or for its update in flight: that update is abandoned (its metrics never
@@ -221,7 +220,8 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     wait for it too). With several processes a signal seen by any of them stops all of
     them, agreed through the coordination service, not device collectives
     (``distributed.StopBoard``): they checkpoint the same update, the last one any of them
-    completed (a process one behind finishes its update in flight first).
+    completed (a process one behind finishes its update in flight first). See
+    docs/design.md, "Signals and checkpoints".
 
     Args:
       config: a validated config (see ``prepare``).
@@ -233,97 +233,200 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
       SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written
         (``exits.ExitNow`` when an update was left in flight).
     """
-    run = SebulbaRun(config)
-    total = run.derived.num_updates
-    rundir = RunDir(config, workdir, total, run.derived.steps_per_update)
-    state = rundir.restore_or(run.init_state())
-    start = int(distributed.to_host(state.update))
-    stop = pipeline.StopControl()
-    server = pipeline.ParamsServer(run.layout.actor_devices)
-    evaluator = run.make_eval_pool()
-    server.publish(start, state.params)
-    actors: list = []
-    progress = None
-    in_flight = False  # a signal left an update running on the devices
-    t0 = time.perf_counter()
+    learner = LearnerLoop.begin(SebulbaRun(config), workdir, on_batch)
     try:
         with SignalFlag() as flag:
-            actors, queues = run.start_actors(start, total, server, stop)
-            progress = Progress(queues, total, run.layout.envs_per_thread * config.num_steps,
-                                enabled=rundir.main)
-            board = distributed.StopBoard()  # the signals of every process (see docstring)
-
-            def interrupted():
-                return board.requested(flag.exit_code) is not None
-
-            for u in range(start, total):
-                progress.stage(u, "waiting")
-                try:
-                    items, wait_s = _collect(queues, stop, config.queue_timeout_s, u,
-                                             interrupted)
-                except pipeline.Interrupted:
-                    board.agree_on_update(u)  # u: no process can be further (see StopBoard)
-                    rundir.checkpoint_or_exit(u, u, state, board.requested(flag.exit_code))
-                if t0 is not None:
-                    rundir.first_rollout(time.perf_counter() - t0)
-                with stop.learner_busy():  # the actors' waits do not time out meanwhile
-                    batch = sl.assemble(items, run.layout)
-                    if on_batch is not None:
-                        on_batch(u, batch)
-                    progress.stage(u, "training" if t0 is None else "compiling")
-                    t_learn = time.perf_counter()
-                    new_state, out = run.learner_step(state, batch,
-                                                      sl.episode_array(items, run.layout),
-                                                      jnp.int32(u))
-                    progress.stage(u, "training")
-                    server.publish(u + 1, new_state.params)
-                    # debug.learner_delay_ms: the run's first update (it compiles) is not held.
-                    hold_s = 0.0 if t0 is not None else config.debug.learner_delay_ms / 1000
-                    if (not _wait_ready((new_state, out), interrupted, hold_s)
-                            and board.agree_on_update(u) == u):
-                        # Abandoned: checkpoint the update before it, from host copies of its
-                        # arrays (a save of device arrays would wait for the update in flight).
-                        in_flight = True
-                        rundir.checkpoint_or_exit(u, u, distributed.to_host(state),
-                                                  board.requested(flag.exit_code),
-                                                  in_flight=u + 1)
-                    # Done, or a peer finished it before it stopped: this process does too.
-                    _wait_ready((new_state, out), None)
-                    state = new_state
-                    out = distributed.to_host(out)
-                    learn_s = time.perf_counter() - t_learn
-                    if t0 is not None:  # the first update compiles the learner step
-                        now = time.perf_counter()
-                        rundir.first_call_done(1, now - t0, steady_from=(u + 1, now))
-                        t0 = None
-                    evals = _evaluate(run, server, evaluator, stop, interrupted, u + 1,
-                                      progress)
-                    progress.stage(u, None)
-                    rundir.record(u + 1, {**_scalars(out, items, wait_s, learn_s), **evals},
-                                  out.episodes)
-                    exit_code = board.requested(flag.exit_code)
-                    if exit_code is not None:
-                        board.agree_on_update(u + 1)
-                    rundir.checkpoint_or_exit(u + 1, u, state, exit_code)
+            learner.start_actors(flag)
+            for u in range(learner.start, learner.run.derived.num_updates):
+                learner.update(u)
     except pipeline.PipelineStopped:
-        stop.raise_if_failed()
+        learner.stop.raise_if_failed()
         raise
     except SystemExit as e:
-        if in_flight:
+        if learner.in_flight:
             raise ExitNow(e.code) from None
         raise
     finally:
-        stop.stop()
+        learner.shutdown()
+    learner.stop.raise_if_failed()
+    return learner.rundir.history
+
+
+@dataclasses.dataclass
+class LearnerLoop:
+    """The learner of one run (the main thread) and what its steps share: each update is
+    collect, assemble, step, publish, settle (wait for it, or abandon it on a signal) and
+    record (docs/design.md, "Sebulba layout" and "Pipelines and staleness").
+
+    Attributes:
+      run: the run's pieces.
+      rundir: its run directory.
+      state: the last completed update's LearnerState.
+      start: the first update to run (after a restored checkpoint's).
+      stop: the StopControl shared with the actors.
+      server: the ParamsServer the actors read.
+      evaluator: the in-training evaluation, or None.
+      on_batch: ``train``'s test hook, or None.
+      compile_from: ``time.perf_counter()`` when the run began, until its first update (which
+        compiles the learner step) is done; None after.
+      actors, queues: the actor threads and their queues (the learner's order).
+      progress: the console's progress lines (once the actors run).
+      flag, board: this process's signal flag and every process's (``distributed.StopBoard``).
+      in_flight: a signal left an update running on the devices.
+    """
+
+    run: SebulbaRun
+    rundir: RunDir
+    state: LearnerState
+    start: int
+    stop: pipeline.StopControl
+    server: pipeline.ParamsServer
+    evaluator: EvalPool | None
+    on_batch: Callable | None
+    compile_from: float | None
+    actors: list = dataclasses.field(default_factory=list)
+    queues: list = dataclasses.field(default_factory=list)
+    progress: Progress | None = None
+    flag: SignalFlag | None = None
+    board: distributed.StopBoard | None = None
+    in_flight: bool = False
+
+    @classmethod
+    def begin(cls, run: SebulbaRun, workdir: str | None, on_batch=None) -> "LearnerLoop":
+        """The run directory, the restored (or fresh) state, the params server with its
+        params and the evaluation envs; no thread runs yet."""
+        rundir = RunDir(run.config, workdir, run.derived.num_updates,
+                        run.derived.steps_per_update)
+        state = rundir.restore_or(run.init_state())
+        start = int(distributed.to_host(state.update))
+        server = pipeline.ParamsServer(run.layout.actor_devices)
+        evaluator = run.make_eval_pool()
+        server.publish(start, state.params)
+        return cls(run=run, rundir=rundir, state=state, start=start,
+                   stop=pipeline.StopControl(), server=server, evaluator=evaluator,
+                   on_batch=on_batch, compile_from=time.perf_counter())
+
+    def start_actors(self, flag: SignalFlag) -> None:
+        """Starts the actor threads and the progress lines, under the signal ``flag``."""
+        run = self.run
+        self.flag = flag
+        self.actors, self.queues = run.start_actors(self.start, run.derived.num_updates,
+                                                    self.server, self.stop)
+        self.progress = Progress(self.queues, run.derived.num_updates,
+                                 run.layout.envs_per_thread * run.config.num_steps,
+                                 enabled=self.rundir.main)
+        self.board = distributed.StopBoard()  # the signals of every process (see ``train``)
+
+    def exit_code(self) -> int | None:
+        """The exit code a signal to any process asks for, or None."""
+        return self.board.requested(self.flag.exit_code)
+
+    def interrupted(self) -> bool:
+        return self.exit_code() is not None
+
+    def update(self, u: int) -> None:
+        """Update ``u`` (0-based), from its rollouts to its metrics line and checkpoint."""
+        stages = timers.Timers(timers.LEARNER)
+        items = self.collect(u, stages)
+        with self.stop.learner_busy():  # the actors' waits do not time out meanwhile
+            batch = self.assemble(u, items)
+            self.progress.stage(u, TRAINING if self.compile_from is None else COMPILING)
+            with stages.time(timers.LEARNER_STEP):
+                new_state, out = self.step(u, batch, items)
+                self.publish(u, new_state)
+                out = self.settle(u, new_state, out)
+            self.first_update_done(u)
+            self.record(u, out, items, stages)
+
+    def collect(self, u: int, stages: timers.Timers) -> list[RolloutItem]:
+        """Every actor's rollout ``u``; a signal meanwhile checkpoints update ``u`` (the last
+        completed: no process can be further, see ``distributed.StopBoard``) and exits."""
+        self.progress.stage(u, WAITING)
         try:
-            # Left in flight, the update holds the devices: an actor inside a policy call on
-            # one of them would wait for it; the process ends without them (ExitNow).
-            _join(actors, ABANDON_JOIN_S if in_flight else JOIN_TIMEOUT_S, quiet=in_flight)
-        finally:  # every one closed (its threads stopped) even when another fails
-            closers = [rundir.close, *([evaluator.close] if evaluator is not None else []),
-                       *([progress.close] if progress is not None else [])]
+            with stages.time(timers.ROLLOUT_QUEUE_WAIT):
+                items = _collect(self.queues, self.stop, self.run.config.queue_timeout_s, u,
+                                 self.interrupted)
+        except pipeline.Interrupted:
+            self.board.agree_on_update(u)
+            self.rundir.checkpoint_or_exit(u, u, self.state, self.exit_code())
+        if self.compile_from is not None:
+            self.rundir.first_rollout(time.perf_counter() - self.compile_from)
+        return items
+
+    def assemble(self, u: int, items: list[RolloutItem]) -> Trajectory:
+        """The global batch of rollout ``u`` (``on_batch`` sees it)."""
+        batch = sl.assemble(items, self.run.layout)
+        if self.on_batch is not None:
+            self.on_batch(u, batch)
+        return batch
+
+    def step(self, u: int, batch: Trajectory, items: list[RolloutItem]):
+        """Dispatches update ``u``; returns ``(new state, LearnerOutput)``, still being
+        computed."""
+        run = self.run
+        new_state, out = run.learner_step(self.state, batch,
+                                          sl.episode_array(items, run.layout), jnp.int32(u))
+        self.progress.stage(u, TRAINING)
+        return new_state, out
+
+    def publish(self, u: int, new_state: LearnerState) -> None:
+        """Hands the params after update ``u`` (version ``u + 1``) to the actors."""
+        self.server.publish(u + 1, new_state.params)
+
+    def settle(self, u: int, new_state: LearnerState, out):
+        """Waits for update ``u``; returns its ``LearnerOutput`` on the host, ``new_state``
+        being the last completed state from then on. A signal meanwhile abandons the update,
+        unless a peer finished it: the state before it is checkpointed from host copies of
+        its arrays (a save of device arrays would wait for the update in flight), then
+        exit."""
+        # debug.learner_delay_ms: the run's first update (it compiles) is not held.
+        hold_s = (0.0 if self.compile_from is not None
+                  else self.run.config.debug.learner_delay_ms / 1000)
+        if (not _wait_ready((new_state, out), self.interrupted, hold_s)
+                and self.board.agree_on_update(u) == u):
+            self.in_flight = True
+            self.rundir.checkpoint_or_exit(u, u, distributed.to_host(self.state),
+                                           self.exit_code(), in_flight=u + 1)
+        # Done, or a peer finished it before it stopped: this process does too.
+        _wait_ready((new_state, out), None)
+        self.state = new_state
+        return distributed.to_host(out)
+
+    def first_update_done(self, u: int) -> None:
+        """After the run's first update (it compiles the learner step): its timing, and
+        training time counts from now."""
+        if self.compile_from is None:
+            return
+        now = time.perf_counter()
+        self.rundir.first_call_done(1, now - self.compile_from, steady_from=(u + 1, now))
+        self.compile_from = None
+
+    def record(self, u: int, out, items: list[RolloutItem], stages: timers.Timers) -> None:
+        """Update ``u``'s evaluation (when due), metrics line and checkpoint (and exit on a
+        signal, agreed with every process)."""
+        evals = _evaluate(self.run, self.server, self.evaluator, self.stop, self.interrupted,
+                          u + 1, self.progress)
+        self.progress.stage(u, None)
+        self.rundir.record(u + 1, {**_scalars(out, items, stages), **evals}, out.episodes)
+        exit_code = self.exit_code()
+        if exit_code is not None:
+            self.board.agree_on_update(u + 1)
+        self.rundir.checkpoint_or_exit(u + 1, u, self.state, exit_code)
+
+    def shutdown(self) -> None:
+        """Stops the actors and joins them, then closes every part (each one even when
+        another fails). Left in flight, the update holds the devices: an actor inside a
+        policy call on one of them would wait for it, so the join is short and quiet (the
+        process ends without them: ``command.ExitNow``)."""
+        self.stop.stop()
+        try:
+            _join(self.actors, ABANDON_JOIN_S if self.in_flight else JOIN_TIMEOUT_S,
+                  quiet=self.in_flight)
+        finally:
+            closers = [self.rundir.close,
+                       *([self.evaluator.close] if self.evaluator is not None else []),
+                       *([self.progress.close] if self.progress is not None else [])]
             failure.close_all(*closers)
-    stop.raise_if_failed()
-    return rundir.history
 
 
 def _wait_ready(tree, interrupted, hold_s: float = 0.0) -> bool:
@@ -359,36 +462,37 @@ def _evaluate(run, server, evaluator, stop, interrupted, version: int, progress)
     config = run.config
     if evaluator is None or not train_eval_due(version, config.eval_every):
         return {}
-    progress.stage(version - 1, "evaluating")
+    progress.stage(version - 1, EVALUATING)
     _, params, _ = server.get(version, run.layout.actor_devices[0], stop,
                               config.queue_timeout_s)
     summary = evaluator.run(params, lambda: stop.stopped or interrupted())
     return eval_scalars(summary) if summary is not None else {}
 
 
-def _collect(queues, stop, timeout_s, update, interrupted=None):
-    """One item from every actor queue, in the fixed order; returns (items, seconds waited).
+def _collect(queues, stop, timeout_s, update, interrupted=None) -> list[RolloutItem]:
+    """One item from every actor queue, in the fixed order.
 
     Raises:
       pipeline.Interrupted: ``interrupted()`` became true while waiting.
     """
-    items, waited = [], 0.0
+    items = []
     for q in queues:
-        item, w = pipeline.get(q, stop, timeout_s, interrupted)
+        item, _ = pipeline.get(q, stop, timeout_s, interrupted)
         if item.update != update:
             raise RuntimeError(f"actor sent rollout {item.update}, learner expected {update}")
         items.append(item)
-        waited += w
-    return items, waited
+    return items
 
 
-def _scalars(out, items, wait_s, learn_s) -> dict:
-    """Loss scalars and per-stage seconds of one update (actor timers averaged over threads)."""
+def _scalars(out, items, stages: timers.Timers) -> dict:
+    """Loss scalars and per-stage seconds of one update: the actors' stages averaged over
+    their threads, the learner's ``stages``."""
     row = out.loss.scalars()
-    for name in TIMERS:
-        row[f"time/{name}_s"] = float(np.mean([it.timers.get(name, 0.0) for it in items]))
-    row["time/rollout_queue_wait_s"] = wait_s
-    row["time/learner_step_s"] = learn_s
+    for name in timers.ACTOR:
+        row[timers.metric_key(name)] = float(np.mean([it.timers.get(name, 0.0)
+                                                      for it in items]))
+    for name in timers.LEARNER:
+        row[timers.metric_key(name)] = stages[name]
     row["params_lag"] = float(np.mean([items[0].update - it.params_version for it in items]))
     return row
 

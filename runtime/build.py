@@ -1,0 +1,67 @@
+"""What both trainers build from a config before anything compiles: the agent's network and
+the learner's hyperparameters with the update plan resolved (``runtime.memory.update_plan``),
+and the optimizer they give; see docs/design.md, "One update loop".
+
+Anakin (``anakin.train.AnakinRun``) and Sebulba (``sebulba.train.SebulbaRun``) both build
+their ``Learner`` here, so the two modes learn with the same network and the same resolved
+``update_unroll`` and ``microbatches`` for a config; the memory check sizes that plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import optax
+
+from rlcore.hparams import HParams
+from rlcore.networks import make_network
+from rlcore.normalize import maybe_normalized
+from rlcore.optim import optimizer_for
+from rlcore.types import EnvSpec
+from runtime import distributed, memory
+from runtime.config import ModeChecks
+from runtime.fields import hparams_of
+
+
+def network(config, spec: EnvSpec):
+    """The run's network on ``spec``: ``config.network`` with its ``recurrent`` core, wrapped
+    in ``rlcore.normalize.Normalized`` where ``normalize_obs`` or ``normalize_reward`` is
+    on."""
+    net = make_network(config.network, spec, config.recurrent, config.recurrent_hidden)
+    return maybe_normalized(net, spec.obs_shape, config.normalize_obs, config.normalize_reward,
+                            config.normalize_obs_clip)
+
+
+def hparams(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
+            values: Mapping[str, Any] | None = None) -> HParams:
+    """The learner's ``HParams`` of ``config`` (``values``, e.g. a sweep variant's, over its
+    fields) with ``update_unroll`` and ``microbatches`` as ``runtime.memory.update_plan``
+    resolves them for ``mode`` on ``num_shards`` learner shards of this runtime's
+    processes."""
+    plan = memory.update_plan(config, spec, mode, num_shards,
+                              distributed.device_counts().processes)
+    return hparams_of(config, values).replace(**plan.fields())
+
+
+@dataclasses.dataclass(frozen=True)
+class Learner:
+    """What a trainer learns with.
+
+    Attributes:
+      network: the agent's network (``network``).
+      hparams: its hyperparameters, the update plan resolved (``hparams``).
+      optimizer: the optimizer of ``hparams`` over the run's updates.
+    """
+
+    network: Any
+    hparams: HParams
+    optimizer: optax.GradientTransformation
+
+
+def learner(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_updates: int,
+            values: Mapping[str, Any] | None = None) -> Learner:
+    """The ``Learner`` of a run of ``num_updates`` updates (``values``: see ``hparams``)."""
+    hp = hparams(config, spec, mode, num_shards, values)
+    return Learner(network=network(config, spec), hparams=hp,
+                   optimizer=optimizer_for(hp, num_updates))
