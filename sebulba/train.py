@@ -417,7 +417,7 @@ class LearnerLoop:
         """Stops the actors and joins them, then closes every part (each one even when
         another fails). Left in flight, the update holds the devices: an actor inside a
         policy call on one of them would wait for it, so the join is short and quiet (the
-        process ends without them: ``command.ExitNow``)."""
+        process ends without them: ``exits.ExitNow``)."""
         self.stop.stop()
         try:
             _join(self.actors, ABANDON_JOIN_S if self.in_flight else JOIN_TIMEOUT_S,
