@@ -15,22 +15,12 @@ from typing import Any, Mapping
 import optax
 
 from rlcore.hparams import HParams
-from rlcore.networks import make_network
-from rlcore.normalize import maybe_normalized
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec
 from runtime import distributed, memory
+from runtime.agent import network
 from runtime.config import ModeChecks
 from runtime.fields import hparams_of
-
-
-def network(config, spec: EnvSpec):
-    """The run's network on ``spec``: ``config.network`` with its ``recurrent`` core, wrapped
-    in ``rlcore.normalize.Normalized`` where ``normalize_obs`` or ``normalize_reward`` is
-    on."""
-    net = make_network(config.network, spec, config.recurrent, config.recurrent_hidden)
-    return maybe_normalized(net, spec.obs_shape, config.normalize_obs, config.normalize_reward,
-                            config.normalize_obs_clip)
 
 
 def hparams(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
@@ -49,7 +39,7 @@ class Learner:
     """What a trainer learns with.
 
     Attributes:
-      network: the agent's network (``network``).
+      network: the agent's network (``runtime.agent.network``).
       hparams: its hyperparameters, the update plan resolved (``hparams``).
       optimizer: the optimizer of ``hparams`` over the run's updates.
     """

@@ -69,9 +69,10 @@ from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.distributions import distribution_for
 from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
-from rlcore.networks import NO_CORE, initial_core, make_network
+from rlcore.networks import NO_CORE, initial_core
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
+from runtime.agent import NetworkChoice, network_of
 from runtime.config import (
     AUTO_MICROBATCHES,
     AUTO_UNROLL,
@@ -170,16 +171,16 @@ def optional_step_bytes(config) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def network_sizes(network: str, spec: EnvSpec, optimizer: str, clip: bool,
-                  recurrent: str = NO_CORE, hidden_size: int = 128) -> NetworkSizes:
-    """Sizes of ``network`` (with a ``recurrent`` core of ``hidden_size`` units, or none)
+def network_sizes(choice: NetworkChoice, spec: EnvSpec, optimizer: str,
+                  clip: bool) -> NetworkSizes:
+    """Sizes of the network of ``choice`` (``runtime.agent.network_of``: the trainers' own)
     on ``spec`` with ``optimizer`` (gradient clipping or not).
 
     The residuals of ``jax.vjp(network.apply)`` are affine in the batch size: their bytes at
     batch 2 minus batch 1 are the per-sample part (the rest are params and constants); a
     recurrent network's batch is a sequence of one step of that many envs.
     """
-    net = make_network(network, spec, recurrent, hidden_size)
+    net = network_of(choice, spec)
     core = initial_core(net, 1)
     # Only the state's shapes are used: the constants do not change them.
     opt = make_optimizer(optimizer, 1e-3, max_grad_norm=1.0 if clip else 0.0, num_updates=1,
@@ -333,8 +334,8 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
         microbatches = plan.microbatches if microbatches is None else microbatches
     algorithm = ALGORITHMS[config.algorithm]
     agents = mode.num_agents(config)
-    sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0,
-                          config.recurrent, config.recurrent_hidden)
+    sizes = network_sizes(NetworkChoice.of(config), spec, config.optimizer,
+                          config.max_grad_norm > 0)
     derived = derive(config, num_shards)
     t, b = config.num_steps, derived.envs_per_shard
     o = obs_bytes(spec)

@@ -12,6 +12,7 @@ from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_break
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 from runtime import memory
+from runtime.agent import NetworkChoice
 from sebulba import train as sebulba_train
 
 CARTPOLE = EnvSpec(obs_shape=(4,), obs_dtype="float32", num_actions=2)
@@ -23,7 +24,7 @@ MLP_PARAMS = 2 * (4 * 64 + 64 + 64 * 64 + 64) + (64 * 2 + 2) + (64 + 1)
 def test_cartpole_parts_by_hand():
     c = cartpole_ppo.get_config()
     c.num_envs, c.num_steps, c.num_minibatches = 8, 16, 2
-    sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True)
+    sizes = memory.network_sizes(NetworkChoice("mlp"), CARTPOLE, "adam", True)
     assert sizes.params == MLP_PARAMS * 4
     assert 2 * MLP_PARAMS * 4 <= sizes.opt_state <= 2 * MLP_PARAMS * 4 + 16  # mu, nu, counts
     est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
@@ -56,7 +57,7 @@ def test_recurrent_core_states_by_hand():
     c.num_envs, c.num_steps, c.num_minibatches, c.minibatch_kind = 8, 16, 2, "sequences"
     c.recurrent, c.recurrent_hidden = "lstm", 32
     h = 32
-    sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True, "lstm", h)
+    sizes = memory.network_sizes(NetworkChoice("mlp", "lstm", h), CARTPOLE, "adam", True)
     torso = 4 * 64 + 64 + 64 * 64 + 64  # the actor stream only
     cell = 4 * (64 * h + h * h + h)
     heads = (h * 2 + 2) + (h + 1)
@@ -158,7 +159,7 @@ def test_auto_microbatches_are_the_fewest_that_fit(monkeypatch):
     c.update_unroll, c.microbatches = 1, -1
     est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", microbatches=k)
            for k in (1, 2, 3, 4, 6, 8, 12, 24)}
-    sizes = memory.network_sizes(c.network, spec, c.optimizer, True)
+    sizes = memory.network_sizes(NetworkChoice.of(c), spec, c.optimizer, True)
     assert est[1].minibatch == 2 * est[2].minibatch == 6 * est[6].minibatch
     assert est[2].params_optimizer == est[1].params_optimizer + sizes.params
     for room, want in ((est[1].total, 1), (est[1].total - 1, 2), (est[4].total, 4),
