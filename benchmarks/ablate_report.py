@@ -30,12 +30,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sebulba import timers
+
 FINAL_LINES = 3
-ACTOR_STAGES = ("env_step", "inference", "d2h", "params_wait", "actor_put_wait")
-LEARNER_STAGES = ("rollout_queue_wait", "learner_step")
-STAGE_COLORS = {"env_step": "#4c72b0", "inference": "#55a868", "d2h": "#8172b2",
-                "params_wait": "#c44e52", "actor_put_wait": "#dd8452",
-                "rollout_queue_wait": "#937860", "learner_step": "#da8bc3"}
+ACTOR_STAGES = timers.ACTOR_REPORT_ORDER
+LEARNER_STAGES = timers.LEARNER
+STAGE_COLORS = dict(zip(timers.REPORT_ORDER, ("#4c72b0", "#55a868", "#8172b2", "#c44e52",
+                                              "#dd8452", "#937860", "#da8bc3")))
 
 
 # --- records -------------------------------------------------------------------------------
@@ -81,16 +82,16 @@ def stage_means(rows: Sequence[dict]) -> dict[str, float]:
     """Typical seconds per update of every Sebulba stage: the median over log lines after
     the first (compile waits land in the first two updates, the median drops them)."""
     later = rows[1:] or rows
-    return {s: float(np.median([r.get(f"time/{s}_s", 0.0) for r in later]))
+    return {s: float(np.median([r.get(timers.metric_key(s), 0.0) for r in later]))
             for s in ACTOR_STAGES + LEARNER_STAGES}
 
 
 def wait_fractions(stages: dict[str, float]) -> tuple[float, float]:
     """``(learner, actor)`` fraction of their time spent waiting."""
-    learner = stages["rollout_queue_wait"] + stages["learner_step"]
+    learner = stages[timers.ROLLOUT_QUEUE_WAIT] + stages[timers.LEARNER_STEP]
     actor = sum(stages[s] for s in ACTOR_STAGES)
-    wait_a = stages["params_wait"] + stages["actor_put_wait"]
-    return (stages["rollout_queue_wait"] / learner if learner else 0.0,
+    wait_a = stages[timers.PARAMS_WAIT] + stages[timers.ACTOR_PUT_WAIT]
+    return (stages[timers.ROLLOUT_QUEUE_WAIT] / learner if learner else 0.0,
             wait_a / actor if actor else 0.0)
 
 

@@ -21,10 +21,10 @@ import time
 
 from benchmarks.common import format_table, read_rows
 from runtime.arguments import OneLineParser
+from sebulba import timers
 
 CONFIG = "configs/atari_ppo_2core.py"
-STAGES = ("env_step", "inference", "d2h", "params_wait", "actor_put_wait",
-          "rollout_queue_wait", "learner_step")
+STAGES = timers.REPORT_ORDER
 
 
 def parse_args(argv=None):
@@ -77,9 +77,9 @@ def summary(workdir: str, target: float) -> str:
     lines.append(f"target {target:g}: " + (
         f"reached at {hit['env_steps']:,} env steps, {hit['wall_time']:.0f} s of training"
         if hit else f"not reached (best {max(r['episode_return'] for r in rows):.2f})"))
-    timed = [r for r in rows if "time/learner_step_s" in r]
+    timed = [r for r in rows if timers.metric_key(timers.LEARNER_STEP) in r]
     if timed:
-        means = [sum(r.get(f"time/{s}_s", 0.0) for r in timed) / len(timed) for s in STAGES]
+        means = [sum(r.get(timers.metric_key(s), 0.0) for r in timed) / len(timed) for s in STAGES]
         lines.append("seconds per update, per stage (mean over logged updates):")
         lines.append(format_table(STAGES, [[f"{m:.3f}" for m in means]]))
         sps = [r["sps"] for r in timed[1:]] or [timed[0]["sps"]]

@@ -26,13 +26,13 @@ import signal
 import sys
 
 from benchmarks.common import format_table
+from sebulba import timers
 
 FRAME_SKIP = 4  # Atari (EnvPool -v5): one env step is 4 frames
 STEPS = ("anakin", "sebulba", "run")
 HEADERS = ("step", "measurement", "env steps/s", "frames/s", "seconds", "peak device memory")
 # Sebulba's stages in pipeline order (benchmarks.sebulba_throughput.STAGES); others after.
-STAGES = ("env_step", "inference", "d2h", "params_wait", "actor_put_wait",
-          "rollout_queue_wait", "learner_step")
+STAGES = timers.REPORT_ORDER
 
 
 # --- measure -------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import os
 import threading
 import time
 
+from sebulba import timers
+
 SPLITS = {"shared": ((0,), (0,)), "1a+1l": ((0,), (1,)), "1a+3l": ((0,), (1, 2, 3))}
 
 
@@ -247,8 +249,7 @@ def main(argv=None):
     print(format_table(["split"] + list(STAGES), stage_rows))
 
 
-STAGES = ("env_step", "inference", "d2h", "params_wait", "actor_put_wait",
-          "rollout_queue_wait", "learner_step")
+STAGES = timers.REPORT_ORDER
 
 
 if __name__ == "__main__":

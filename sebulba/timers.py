@@ -27,6 +27,11 @@ ROLLOUT_QUEUE_WAIT = "rollout_queue_wait"  # waiting for the actors' rollouts
 LEARNER_STEP = "learner_step"  # the update, dispatched to its results on the host
 LEARNER = (ROLLOUT_QUEUE_WAIT, LEARNER_STEP)
 
+# The order reports list them in: the actors' stepping stages first, then their waits, then
+# the learner's (benchmarks' tables and plots).
+ACTOR_REPORT_ORDER = (ENV_STEP, INFERENCE, D2H, PARAMS_WAIT, ACTOR_PUT_WAIT)
+REPORT_ORDER = (*ACTOR_REPORT_ORDER, *LEARNER)
+
 
 def metric_key(name: str) -> str:
     """The metrics key of stage ``name``: ``time/<name>_s``."""
