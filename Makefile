@@ -55,8 +55,10 @@ ablate: $(STAMP)
 	$(PY) -m benchmarks.ablate --suite=architectures --seeds=3 --out=runs/ablate/architectures
 	$(PY) -m benchmarks.ablate --suite=pipelines --seeds=1 --out=runs/ablate/pipelines
 
+# ruff over the tree, then pyright over rlcore ([tool.pyright] in pyproject.toml).
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(PY)
 
 clean:
 	rm -rf $(VENV) runs
