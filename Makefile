@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all bench bench-minatar bench-breakout ablate lint clean setup
+.PHONY: demo test test-slow test-all bench bench-minatar bench-breakout ablate lint docs clean setup
 
 setup: $(STAMP)
 
@@ -60,5 +60,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(PY)
 
+# The manual (mkdocs.yml, docs/) into site/; open site/index.html. The default test tier
+# builds it too (tests/test_docs.py), so `make test` fails on a broken page.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

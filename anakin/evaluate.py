@@ -9,7 +9,7 @@ stream training never uses). With ``num_seeds > 1`` or a sweep, ``--agent=K`` pi
 agent (default 0) and its own seed. Frames for ``--video`` are drawn from env 0's
 observations (``envs.registry.obs_frame_fn``; jittable envs do not render RGB).
 
-Exit codes (``runtime.command``): 0 done, 1 runtime failure, 2 bad argument (one
+Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 ``error:`` line).
 """
 

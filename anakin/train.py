@@ -28,8 +28,8 @@ from rlcore.normalize import maybe_normalized, observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState
-from runtime import distributed, entry, memory, sweep
-from runtime.checkpoint import SignalFlag
+from runtime import distributed, memory, sweep, train_command
+from runtime.cadence import train_eval_due
 from runtime.config import (
     MAX_SEED,
     DeviceCounts,
@@ -41,7 +41,8 @@ from runtime.config import (
 )
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir, train_eval_due
+from runtime.rundir import RunDir
+from runtime.signals import SignalFlag
 
 AXIS = distributed.DATA_AXIS
 
@@ -141,7 +142,7 @@ class AnakinRun:
 
     def _evaluations(self, learner: LearnerState, roots: Roots) -> EpisodeSummary:
         """Greedy episodes of every agent after its update ``u`` when one is due
-        (``runtime.rundir.train_eval_due``; zeros otherwise, or when evaluation is off); sums
+        (``runtime.cadence.train_eval_due``; zeros otherwise, or when evaluation is off); sums
         over devices. The branch is taken outside the agents' vmap, so that it is skipped,
         not masked."""
         every = self.config.eval_every
@@ -333,4 +334,4 @@ MODE = ModeChecks(name="anakin", check_fields=check_fields,
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.
-prepare = functools.partial(entry.prepare, mode=MODE)
+prepare = functools.partial(train_command.prepare, mode=MODE)

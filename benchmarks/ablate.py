@@ -41,8 +41,9 @@ from collections.abc import Callable, Collection
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.cli import OneLineParser, doc_summary, output_dir_problem
+from runtime.arguments import OneLineParser, doc_summary
 from runtime.launch import FAKE_DEVICES_FLAG
+from runtime.output_paths import output_dir_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -279,68 +280,101 @@ def write_report(suite: str, cells: list[Cell], out: str,
         return []
     csv_path = os.path.join(out, "results.csv")
     report.write_csv(csv_path, records)
-    files = [csv_path]
     png = lambda name: os.path.join(out, f"{name}.png")  # noqa: E731
-    sebulba = [r for r in records if r["arch"] == "sebulba"]
-    if suite == "architectures":
-        sections = [("Architectures", report.architectures_table(records)),
-                    ("Sebulba stage times (s per update)",
-                     report.stages_table(sebulba, ("env", "algorithm")))]
-        line_fields = ("arch", "algorithm")
-        files += [
-            report.plot_returns(png("return_vs_env_steps"), records, "env", line_fields, 0,
-                                "Anakin vs Sebulba: return against env steps",
-                                registry.return_range),
-            report.plot_returns(png("return_vs_wall_clock"), records, "env", line_fields, 1,
-                                "Anakin vs Sebulba: return against wall-clock",
-                                registry.return_range),
-            report.plot_sps(png("sps"), records, ARCH_SPS_FIELDS,
-                            "Steady-state SPS per agent (this machine)"),
-            report.plot_stages(png("sebulba_stage_times"), sebulba, ("env", "algorithm"),
-                               "Sebulba stage times per update"),
-        ]
-    elif suite == "pipelines":
-        spreads = report.pipeline_spreads(records, rows_of)
-        sections = [("Pipelines", report.pipelines_table(records, spreads))]
-        fields = ("pipeline", "jitter_ms", "threads")
-        files += [
-            report.plot_returns(png("return_vs_env_steps"), records, "pipeline",
-                                ("jitter_ms", "threads"), 0,
-                                "Sebulba pipelines under actor jitter: return against env "
-                                "steps", registry.return_range),
-            report.plot_sps(png("sps"), records, fields, "Sebulba SPS per pipeline, jitter "
-                            "and actor threads"),
-            report.plot_stages(png("sebulba_stage_times"), records, fields,
-                               "Sebulba stage times per update"),
-        ]
-    elif suite == "devices":
-        sections = [("Device splits", report.devices_table(records)),
-                    ("Stage times (s per update)", report.stages_table(records, ("split",)))]
-        files += [
-            report.plot_sps(png("sps"), records, ("split",),
-                            "Sebulba SPS per actor+learner split (4 fake CPU devices)"),
-            report.plot_stages(png("sebulba_stage_times"), records, ("split",),
-                               "Sebulba stage times per actor+learner split"),
-        ]
-    else:  # atari-smoke
-        sections = [("Atari smoke (Breakout-v5)",
-                     report.stages_table(records, ("algorithm",)))]
-        files += [
-            report.plot_sps(png("sps"), records, ("algorithm",), "Sebulba Breakout-v5 SPS"),
-            report.plot_stages(png("sebulba_stage_times"), records, ("algorithm",),
-                               "Sebulba Breakout-v5 stage times per update"),
-        ]
+    suite_report = SUITE_REPORTS.get(suite, _atari_smoke_report)
+    sections, plots = suite_report(records, rows_of, png)
+    files = [csv_path, *plots]
     note = missing_note(*missing_cells(cells, out, selected), pattern)
     md_path = os.path.join(out, "results.md")
-    with open(md_path, "w") as f:
+    _write_markdown(md_path, suite, len(records), note, sections, files)
+    return files + [md_path]
+
+
+def _write_markdown(path: str, suite: str, runs: int, note: str,
+                    sections: list[tuple[str, str]], files: list[str]) -> None:
+    """results.md: the suite's ``runs``, the machine, the ``note`` on missing cells, the
+    ``sections`` (title, body) and the plots among ``files``."""
+    with open(path, "w") as f:
         f.write(f"# Ablation suite `{suite}`\n\n")
-        f.write(f"{len(records)} runs; machine: {machine_line()}.\n")
+        f.write(f"{runs} runs; machine: {machine_line()}.\n")
         f.write(note)
         for title, body in sections:
             f.write(f"\n## {title}\n\n{body}\n")
         f.write("\n## Plots\n\n" + "".join(f"![{os.path.basename(p)}]({os.path.basename(p)})\n"
                                           for p in files if p.endswith(".png")))
-    return files + [md_path]
+
+
+def _architectures_report(records, rows_of, png):
+    """The ``architectures`` suite's sections and plots (``write_report``)."""
+    del rows_of
+    sebulba = [r for r in records if r["arch"] == "sebulba"]
+    sections = [("Architectures", report.architectures_table(records)),
+                ("Sebulba stage times (s per update)",
+                 report.stages_table(sebulba, ("env", "algorithm")))]
+    line_fields = ("arch", "algorithm")
+    plots = [
+        report.plot_returns(png("return_vs_env_steps"), records, "env", line_fields, 0,
+                            "Anakin vs Sebulba: return against env steps",
+                            registry.return_range),
+        report.plot_returns(png("return_vs_wall_clock"), records, "env", line_fields, 1,
+                            "Anakin vs Sebulba: return against wall-clock",
+                            registry.return_range),
+        report.plot_sps(png("sps"), records, ARCH_SPS_FIELDS,
+                        "Steady-state SPS per agent (this machine)"),
+        report.plot_stages(png("sebulba_stage_times"), sebulba, ("env", "algorithm"),
+                           "Sebulba stage times per update"),
+    ]
+    return sections, plots
+
+
+def _pipelines_report(records, rows_of, png):
+    """The ``pipelines`` suite's sections and plots (``write_report``)."""
+    spreads = report.pipeline_spreads(records, rows_of)
+    sections = [("Pipelines", report.pipelines_table(records, spreads))]
+    fields = ("pipeline", "jitter_ms", "threads")
+    plots = [
+        report.plot_returns(png("return_vs_env_steps"), records, "pipeline",
+                            ("jitter_ms", "threads"), 0,
+                            "Sebulba pipelines under actor jitter: return against env "
+                            "steps", registry.return_range),
+        report.plot_sps(png("sps"), records, fields, "Sebulba SPS per pipeline, jitter "
+                        "and actor threads"),
+        report.plot_stages(png("sebulba_stage_times"), records, fields,
+                           "Sebulba stage times per update"),
+    ]
+    return sections, plots
+
+
+def _devices_report(records, rows_of, png):
+    """The ``devices`` suite's sections and plots (``write_report``)."""
+    del rows_of
+    sections = [("Device splits", report.devices_table(records)),
+                ("Stage times (s per update)", report.stages_table(records, ("split",)))]
+    plots = [
+        report.plot_sps(png("sps"), records, ("split",),
+                        "Sebulba SPS per actor+learner split (4 fake CPU devices)"),
+        report.plot_stages(png("sebulba_stage_times"), records, ("split",),
+                           "Sebulba stage times per actor+learner split"),
+    ]
+    return sections, plots
+
+
+def _atari_smoke_report(records, rows_of, png):
+    """The ``atari-smoke`` suite's sections and plots (``write_report``)."""
+    del rows_of
+    sections = [("Atari smoke (Breakout-v5)",
+                 report.stages_table(records, ("algorithm",)))]
+    plots = [
+        report.plot_sps(png("sps"), records, ("algorithm",), "Sebulba Breakout-v5 SPS"),
+        report.plot_stages(png("sebulba_stage_times"), records, ("algorithm",),
+                           "Sebulba Breakout-v5 stage times per update"),
+    ]
+    return sections, plots
+
+
+# The report of each suite (any other: the atari-smoke suite's).
+SUITE_REPORTS = {"architectures": _architectures_report, "pipelines": _pipelines_report,
+                 "devices": _devices_report}
 
 
 ARCH_SPS_FIELDS = ("env", "algorithm", "arch")

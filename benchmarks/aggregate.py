@@ -4,11 +4,12 @@ optimality gap over games and runs, with stratified-bootstrap 95% intervals (rli
     python -m benchmarks.aggregate RUN_DIR... [--out=DIR] [--last_fraction=0.1]
         [--reps=2000] [--seed=0] [--key=episode_return] [--drop_extra_runs]
 
-Each RUN_DIR is a run directory (``config.json`` with ``env_id``, ``metrics.jsonl``; see
-DESIGN.md). A directory trained with ``num_seeds > 1`` holds one run per ``seed`` tag of its
-lines. A run's score is the mean ``episode_return`` over the last ``last_fraction`` of its
-log lines that have one (at least one line); each line's value is already the mean over the
-episodes that ended since the line before, so lines are weighted equally, not episodes.
+Each RUN_DIR is a run directory (``config.json`` with ``env_id``, ``metrics.jsonl``;
+docs/design.md, "Run directory"). A directory trained with ``num_seeds > 1`` holds one run
+per ``seed`` tag of its lines. A run's score is the mean ``episode_return`` over the last
+``last_fraction`` of its log lines that have one (at least one line); each line's value is
+already the mean over the episodes that ended since the line before, so lines are weighted
+equally, not episodes.
 Raw scores are human-normalised with ``envs.atari_scores`` (Agent57's random and human
 reference scores) and arranged as rliable's score matrix ``[runs per game, games]``.
 
@@ -44,8 +45,9 @@ import numpy as np
 from rliable import library, metrics
 
 from envs import atari_scores
-from runtime.cli import OneLineParser, doc_summary, output_dir_problem
-from runtime.command import single_line
+from runtime.arguments import OneLineParser, doc_summary
+from runtime.one_line import single_line
+from runtime.output_paths import output_dir_problem
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",

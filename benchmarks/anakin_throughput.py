@@ -75,7 +75,7 @@ from benchmarks.common import (
 from envs import registry
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
-from runtime.entry import apply_xla_cpu_flags, cpu_threads_for
+from runtime.xla_flags import apply_xla_cpu_flags, cpu_threads_for
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
@@ -346,7 +346,7 @@ def recurrent_timing(args, core: str, num_envs: int) -> dict:
     sps, first = {}, 0.0
     for name in ("none", core):
         c = bench_config(args.env_id, num_envs, args.num_steps)
-        c.recurrent, c.recurrent_hidden, c.minibatch = name, args.recurrent_hidden, "sequences"
+        c.recurrent, c.recurrent_hidden, c.minibatch_kind = name, args.recurrent_hidden, "sequences"
         train = train_timing(AnakinRun(c), repeats_for(num_envs, args.repeats))
         sps[name] = num_envs * args.num_steps / train["update_s"]
         first = train["first_call_s"]
@@ -396,7 +396,7 @@ def agent_rows(rows: list[dict]) -> list[list[str]]:
 
 def as_run(config, fn, *args):
     """``fn(*args)`` in a process of its own whose JAX starts with the XLA CPU threads an
-    Anakin run of ``config`` gets (``runtime.entry.cpu_threads_for``; one for the 4-env
+    Anakin run of ``config`` gets (``runtime.xla_flags.cpu_threads_for``; one for the 4-env
     rows, XLA's one per core for the larger ones)."""
     return in_fresh_process(cpu_threads_for(config, "anakin"), fn, *args)
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 from benchmarks.common import format_table, read_rows
-from runtime.cli import OneLineParser
+from runtime.arguments import OneLineParser
 
 CONFIG = "configs/atari_ppo_2core.py"
 STAGES = ("env_step", "inference", "d2h", "params_wait", "actor_put_wait",

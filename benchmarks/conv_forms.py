@@ -7,7 +7,8 @@ Sebulba learner update (``configs/atari_ppo.py``: 4 epochs x 4 minibatches of th
 one GEMM over patches, or XLA's convolution) and ``update_unroll`` (0 fully unrolled, 1
 rolled), and prints its compile seconds, seconds per update (median of ``repeats``) and
 XLA's bytes for it (arguments + outputs + temporaries, as benchmarks/memory_check.py). On
-CPU it shows whether a rolled update is as fast as the unrolled one (issue 22); on GPU/TPU
+CPU it shows whether a rolled update is as fast as the unrolled one (docs/design.md, "Memory
+plan"); on GPU/TPU
 which form ``Conv``'s ``auto`` should pick there.
 """
 

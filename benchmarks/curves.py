@@ -21,7 +21,7 @@ import numpy as np
 
 from benchmarks.common import read_rows
 from benchmarks.seeds import final_means
-from runtime.cli import OneLineParser, doc_summary
+from runtime.arguments import OneLineParser, doc_summary
 
 
 def parse_args(argv=None):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-GPU check (issue 11, item 7): both throughput benchmarks and a 5-minute Sebulba Atari
+# One-GPU check: both throughput benchmarks and a 5-minute Sebulba Atari
 # PPO run with Cleanba's settings, then ONE table (env steps/s, frames/s, seconds per update
 # and per stage, peak device memory), then a determinism check (two Anakin CartPole runs of
 # one seed with --config.deterministic=True: the same metrics?). About 10-11 minutes in all;

@@ -117,12 +117,24 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
     return out
 
 
-def main(argv) -> None:
-    from runtime.entry import apply_xla_cpu_flags
+def parse_args(argv=None):
+    from runtime.arguments import OneLineParser, doc_summary
 
+    p = OneLineParser(prog="python -m benchmarks.memory_check",
+                      description=doc_summary(__doc__))
+    p.add_argument("num_envs", nargs="?", type=int, default=8,
+                   help="envs of the Atari learner update (default: %(default)s)")
+    p.add_argument("num_steps", nargs="?", type=int, default=32,
+                   help="rollout length of the Atari learner update (default: %(default)s)")
+    return p.parse_args(argv)
+
+
+def main(argv) -> None:
+    from runtime.xla_flags import apply_xla_cpu_flags
+
+    args = parse_args(argv[1:])
     apply_xla_cpu_flags(atari_config())  # the runs' XLA CPU flags (scheduler), before JAX starts
-    atari_envs = int(argv[1]) if len(argv) > 1 else 8
-    atari_steps = int(argv[2]) if len(argv) > 2 else 32
+    atari_envs, atari_steps = args.num_envs, args.num_steps
     mib = 2**20
     print(f"{'program':58} {'estimate MiB':>12} {'measured MiB':>12} {'ratio':>6} "
           f"{'compile s':>9}")

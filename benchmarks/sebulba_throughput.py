@@ -65,7 +65,8 @@ def make_config(args, split: str, recurrent: str = "none"):
     c.actor_device_ids, c.learner_device_ids = SPLITS[split]
     c.log_every = 1
     if args.recurrent:  # both rows of a split take whole sequences
-        c.recurrent, c.recurrent_hidden, c.minibatch = recurrent, args.recurrent_hidden, "sequences"
+        c.recurrent, c.recurrent_hidden = recurrent, args.recurrent_hidden
+        c.minibatch_kind = "sequences"
     return c
 
 

@@ -21,7 +21,7 @@ def get_config():
     #                                 in a rolled loop is ~10x slower on CPU)
     c.xla_cpu_concurrency_scheduler = False  # off: an unrolled update keeps ~one gradient
     #                                 step's buffers live on CPU (2.5 GiB peak RSS, not ~10, for
-    #                                 16 envs x 32 steps; WORKSPACE-notes.md, issue 22)
+    #                                 16 envs x 32 steps, 2-core host; docs/performance.md)
     c.microbatches = -1             # auto: 1, or the fewest gradient-accumulation chunks
     #                                 that fit (a 32 x 128 IMPALA-ResNet minibatch needs
     #                                 ~21 GiB on CPU)

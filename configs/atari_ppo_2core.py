@@ -21,5 +21,5 @@ def get_config():
     c.total_env_steps = 1_500_000   # 6M frames; the lr anneals over them
     c.log_every = 5                 # updates per console line (10,240 env steps)
     c.xla_cpu_concurrency_scheduler = True  # XLA's default, as in the measured Breakout run
-    #                                 (WORKSPACE-notes.md, issue 17); off is not measured here
+    #                                 (docs/results.md); off is not measured here
     return c

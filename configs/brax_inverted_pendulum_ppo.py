@@ -10,7 +10,7 @@ the pole stands), so the maximum return is 1000; actions clipped to the actuator
 Measured (seeds 0-2 in one ``num_seeds=3`` run, 6.4 min on a 2-core host, 2026-12-03): mean
 return over the last 20% of training 934, 959, 888; greedy evaluation (8 episodes) 996,
 958, 971 with a median of 1000 for every seed. At 1M steps: 752, 930, 762 (greedy 806, 1000,
-799); 256-step rollouts or Brax's discount 0.97 did worse (WORKSPACE-notes.md).
+799); 256-step rollouts or Brax's discount 0.97 did worse (docs/results.md).
 """
 
 from configs import halfcheetah_ppo

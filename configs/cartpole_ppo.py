@@ -5,7 +5,7 @@ critic, 4 envs x 128 steps (976 updates), 4 epochs of 4 minibatches of single (s
 samples, clip 0.2, GAE 0.95, annealed once per update; with value clipping, which PureJaxRL
 always does, and twice PureJaxRL's learning rate (5e-4 for its 2.5e-4). Measured with 10
 seeds each (one ``num_seeds=10`` run, mean return over the last 20% of training;
-WORKSPACE-notes.md, issue 17):
+docs/results.md):
 
 - 4 envs (this config): 500.0 with lr 2.5e-4 and with 5e-4, all 10 seeds at 500 (without
   value clipping 381, 3 of 10 at 475 or more);

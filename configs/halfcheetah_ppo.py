@@ -1,6 +1,6 @@
 """Sebulba PPO on EnvPool MuJoCo HalfCheetah-v4: continuous actions, a diagonal Gaussian.
 
-CleanRL's continuous PPO (``ppo_continuous_action.py``; /work/shared/REFERENCE.md): 1M env
+CleanRL's continuous PPO (``ppo_continuous_action.py``, github.com/vwxyzjn/cleanrl): 1M env
 steps, lr 3e-4 annealed to 0, 2048 samples per update, 10 epochs of 32 minibatches (64
 samples each), gamma 0.99, GAE 0.95, clip 0.2 with value clipping, no entropy bonus,
 gradient clip 0.5, separate 2x64 tanh actor and critic, a state-independent log-std

@@ -4,7 +4,9 @@ a feed-forward agent can do) averages 0. Runs in Sebulba too (the jittable env o
 CPU device).
 
 ``--config.recurrent=none`` gives the feed-forward agent of the same size (the same 2x64
-torso). Measured figures: WORKSPACE-notes.md (issue 20).
+torso). Measured (seeds 0-4 in one ``num_seeds=5`` run, 40,960 env steps, mean return over
+the last 20% of the logged lines): LSTM 0.997 (0.995 to 0.999 per seed), feed-forward 0.020
+(-0.008 to 0.054: chance); docs/results.md.
 """
 
 from configs import base

@@ -4,12 +4,12 @@ The loss is summed over each minibatch's steps and envs (``rlcore.losses.impala_
 scale Cleanba's RMSProp settings were tuned for: RMSProp (PyTorch's: eps 0.01 outside the
 square root, decay 0.99), gradient clip 40, rho and pg-rho clipped at 1, value 0.5, rollout
 length 20, minibatches of 32 envs x 20 steps (128 envs, 4 minibatches, one epoch). Tuned
-for MinAtar (WORKSPACE-notes.md, issue 17): lr 1.5e-3 (Cleanba's 6e-4 and entropy 0.01
-stalled at a return of 5.5 for 5M steps), entropy 0.05, V-trace lambda 0.9. Over 5M env
-steps, 3 seeds, mean return of the last 20%: Anakin 20.5 (16.3, 24.1, 21.0), Sebulba through
-the jittable-env host adapter (bare ``Breakout-MinAtar``) 21.4 (22.6, 25.0, 16.6); one seed
-in each stays near 16 (docs/results/minatar_breakout_impala.png). Network: ``minatar_cnn``
-(see configs/minatar_breakout_ppo.py).
+for MinAtar by sweeps of lr, entropy and lambda (docs/results.md): lr 1.5e-3 (Cleanba's 6e-4
+and entropy 0.01 stalled at a return of 5.5 for 5M steps), entropy 0.05, V-trace lambda 0.9.
+Over 5M env steps, 3 seeds, mean return of the last 20%: Anakin 20.5 (16.3, 24.1, 21.0),
+Sebulba through the jittable-env host adapter (bare ``Breakout-MinAtar``) 21.4 (22.6, 25.0,
+16.6); one seed in each stays near 16 (docs/results/minatar_breakout_impala.png). Network:
+``minatar_cnn`` (see configs/minatar_breakout_ppo.py).
 """
 
 from configs import base

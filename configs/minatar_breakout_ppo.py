@@ -6,7 +6,7 @@ brick/paddle" anywhere on the grid, where an MLP on the 400 flattened inputs mus
 position apart. Sizes and optimizer follow PureJaxRL's MinAtar PPO (64 envs, 128 steps,
 4 epochs, 8 minibatches, Adam lr 5e-3 annealed, value clipping); 10M env steps is where its
 published curve ends. With lr 5e-4 and 128 envs the policy's entropy collapsed and the
-return stalled at 7 (WORKSPACE-notes.md).
+return stalled at 7 from 1.6M to 2.9M env steps.
 """
 
 from configs import base

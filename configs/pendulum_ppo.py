@@ -1,6 +1,6 @@
 """Anakin PPO on gymnax Pendulum-v1: continuous actions, a diagonal Gaussian policy.
 
-CleanRL's continuous PPO (``ppo_continuous_action.py``; /work/shared/REFERENCE.md) where it
+CleanRL's continuous PPO (``ppo_continuous_action.py``, github.com/vwxyzjn/cleanrl) where it
 fits: separate 2x64 tanh actor and critic, a state-independent log-std initialised to 0,
 actions clipped to the bounds (+-2) by the env adapter, 10 epochs, clip 0.2 with value
 clipping, GAE 0.95, no entropy bonus, gradient clip 0.5, lr annealed to 0. Changed for

@@ -6,8 +6,10 @@ values there as traced scalars (``jax.vmap`` over a record of ``[A]`` arrays, se
 compiled program. The choices that shape the program (algorithm, optimizer, flags, epochs
 and minibatches) are static fields, part of the record's tree structure.
 
-The record has no defaults: ``configs/base.py`` holds them, and ``runtime.fields.hparams_of``
-builds the record from a config (fields named like the config fields).
+The record has no defaults: the field records of ``runtime.fields`` hold them (and
+``configs/base.py`` builds its config from them); ``runtime.fields.hparams_of`` builds the
+record from a config (fields named like the config fields). The update-plan sizes derived
+from these fields are derived here once (``gradient_steps``, ``envs_per_minibatch``).
 """
 
 from __future__ import annotations
@@ -19,33 +21,16 @@ from flax import struct
 
 @struct.dataclass
 class HParams:
-    """Loss and optimizer hyperparameters (config fields of the same names).
+    """Loss and optimizer hyperparameters: the config fields of the same names, whose
+    meanings and values are their records in ``runtime.fields`` (docs/configuration.md).
 
-    Attributes:
-      learning_rate: initial learning rate.
-      max_grad_norm: global-norm gradient clip (``<= 0`` disables it).
-      adam_eps: Adam epsilon.
-      rmsprop_decay, rmsprop_eps: torch RMSProp alpha and epsilon (outside the root).
-      gamma: discount factor.
-      gae_lambda: PPO's GAE lambda.
-      clip_eps: PPO ratio (and value) clip.
-      vf_coef: value-loss coefficient.
-      ent_coef: entropy-bonus coefficient.
-      vtrace_lambda: IMPALA's V-trace lambda.
-      clip_rho, clip_pg_rho: IMPALA's importance-weight clips (targets, policy gradient).
-      algorithm: a key of ``rlcore.algorithms.REGISTRY`` (static).
-      optimizer: a key of ``rlcore.optim.OPTIMIZERS`` (static).
-      anneal_lr: decay the learning rate linearly to 0 over the run (static).
-      clip_vloss: PPO value clipping (static).
-      norm_adv: PPO per-minibatch advantage normalisation (static).
-      num_epochs: passes over each rollout (static).
-      num_minibatches: minibatches per epoch (static).
-      minibatch: ``"auto"`` (the algorithm's own kind), ``"samples"`` or ``"sequences"``
-        (static; ``rlcore.algorithms.base.minibatch_kind``).
-      update_unroll: scan unroll of the gradient steps, 0 = fully unrolled (static).
-      microbatches: chunks each minibatch's gradient is accumulated over (static).
-      recurrent: the network's core, ``"none"`` (feed-forward), ``"lstm"`` or ``"gru"``
-        (static; a recurrent agent's minibatches are whole sequences).
+    The first thirteen, the loss and optimizer scalars, are pytree leaves (an agent of a
+    sweep holds traced values there); the others are static, part of the tree structure:
+    ``algorithm`` (a key of ``rlcore.algorithms.REGISTRY``), ``optimizer`` (of
+    ``rlcore.optim.OPTIMIZERS``), ``minibatch_kind`` (``rlcore.algorithms.base.minibatch_kind``
+    resolves ``"auto"``), ``recurrent`` (``"none"``: feed-forward; a recurrent agent's
+    minibatches are whole sequences), the flags, epochs and minibatches, and the resolved
+    ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``).
     """
 
     learning_rate: float
@@ -68,7 +53,7 @@ class HParams:
     norm_adv: bool = struct.field(pytree_node=False)
     num_epochs: int = struct.field(pytree_node=False)
     num_minibatches: int = struct.field(pytree_node=False)
-    minibatch: str = struct.field(pytree_node=False)
+    minibatch_kind: str = struct.field(pytree_node=False)
     update_unroll: int = struct.field(pytree_node=False)
     microbatches: int = struct.field(pytree_node=False)
     recurrent: str = struct.field(pytree_node=False)
@@ -78,6 +63,19 @@ class HParams:
         e.g. one agent's traced swept values over the run's constants."""
         return dataclasses.replace(
             self, **{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
+
+
+def gradient_steps(num_epochs: int, num_minibatches: int) -> int:
+    """Optimizer steps per update: one per minibatch of every epoch (the one place this is
+    derived; ``runtime.config.derive`` and the learning-rate schedule read it)."""
+    return num_epochs * num_minibatches
+
+
+def envs_per_minibatch(envs_per_shard: int, num_minibatches: int) -> int:
+    """Envs (whole sequences, or their samples' share) of one minibatch on one learner
+    device, whose ``envs_per_shard`` envs split into ``num_minibatches`` (the one place this
+    is derived; ``runtime.config.derive`` reads it)."""
+    return envs_per_shard // num_minibatches
 
 
 # The scalar fields (pytree leaves), in field order.

@@ -323,13 +323,13 @@ def make_update_fn(
 def make_update_fn_for(hp: HParams, apply_fn: ApplyFn,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None,
                        observe: Observe | None = None) -> UpdateFn:
-    """``make_update_fn`` with the algorithm, epochs, minibatches (their kind: ``hp.minibatch``,
-    ``"auto"`` for the algorithm's own; sequences for a recurrent agent), unroll and
-    micro-batches of ``hp``; ``observe`` as there."""
+    """``make_update_fn`` with the algorithm, epochs, minibatches (their kind:
+    ``hp.minibatch_kind``, ``"auto"`` for the algorithm's own; sequences for a recurrent
+    agent), unroll and micro-batches of ``hp``; ``observe`` as there."""
     algorithm = make_algorithm(hp)
+    kind = minibatch_kind(type(algorithm), hp.minibatch_kind, hp.recurrent != NO_CORE)
     return make_update_fn(
         algorithm, apply_fn, optimizer, num_epochs=hp.num_epochs,
-        num_minibatches=hp.num_minibatches, minibatch=minibatch_kind(type(algorithm), hp.minibatch,
-                                                         hp.recurrent != NO_CORE),
+        num_minibatches=hp.num_minibatches, minibatch=kind,
         axis_name=axis_name, unroll=scan_unroll(hp.update_unroll),
         microbatches=micro_count(hp.microbatches), observe=observe)

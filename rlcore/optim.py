@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import optax
 
-from rlcore.hparams import HParams
+from rlcore.hparams import HParams, gradient_steps
 from rlcore.types import Scalar
 
 
@@ -102,7 +102,7 @@ def optimizer_for(hp: HParams, num_updates: int) -> optax.GradientTransformation
     """The optimizer of ``hp`` over a run of ``num_updates`` updates (for annealing)."""
     return make_optimizer(
         hp.optimizer, hp.learning_rate, max_grad_norm=hp.max_grad_norm,
-        num_updates=num_updates, steps_per_update=hp.num_epochs * hp.num_minibatches,
+        num_updates=num_updates, steps_per_update=gradient_steps(hp.num_epochs, hp.num_minibatches),
         anneal_lr=hp.anneal_lr, adam_eps=hp.adam_eps,
         rmsprop_decay=hp.rmsprop_decay, rmsprop_eps=hp.rmsprop_eps,
     )

@@ -17,10 +17,11 @@ terminal (``discount_t[t] = gamma``); the successor value ``value_t[t]`` is one 
   (``TimeStep.final_obs``) and the actor stores its value under the acting params,
   ``final_value[t] = V(final obs)``; the value target is ``r_t + gamma * V(s_{t+1})``, the
   infinite-horizon target.
-- *self bootstrap* (``final_value`` None: ``bootstrap_time_limits`` off, the older rule, or
-  an adapter with no final observation): ``value_t[t] := value_tm1[t]``, the truncated
-  step's own state standing in for the lost successor; the target is
-  ``r_t + gamma * V(s_t)``.
+- *self bootstrap* (``final_value`` None: ``bootstrap_time_limits`` off, or an adapter
+  without a final observation): ``value_t[t] := value_tm1[t]``, the truncated step's own
+  state standing in for the lost successor; the target is ``r_t + gamma * V(s_t)``.
+
+(docs/design.md, "Truncation and the final observation")
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Orbax checkpoints of a whole train state, and signal handling that checkpoints first.
+"""Orbax checkpoints of a whole train state.
 
 A save is atomic: orbax writes ``<step>.orbax-checkpoint-tmp`` and renames it to ``<step>``
 once every file is written, and lists only names that are plain step numbers, so a process
@@ -22,7 +22,7 @@ import sys
 import jax
 import orbax.checkpoint as ocp
 
-from runtime import run_files, signals
+from runtime import run_files
 
 REASON_CHARS = 200
 
@@ -180,37 +180,3 @@ class Checkpointer:
 
     def close(self) -> None:
         self._manager.close()
-
-
-class SignalFlag:
-    """The training loop's view of SIGINT/SIGTERM (``runtime.signals``): records a signal
-    instead of dying, so the loop can checkpoint and exit.
-
-    ``exit_code`` is 130 after SIGINT and 143 after SIGTERM (``None`` when no signal came).
-    Use as a context manager around the loop: it installs the process's ``Signals`` where
-    the command has not (and uninstalls them on exit then). Only the main thread can install
-    handlers; elsewhere it records nothing.
-    """
-
-    def __init__(self):
-        self._signals = None
-        self._installed = False
-
-    @property
-    def exit_code(self) -> int | None:
-        return None if self._signals is None else self._signals.exit_code
-
-    def acting(self) -> None:
-        """The loop begins acting on the signal: the watcher lets it finish."""
-        if self._signals is not None:
-            self._signals.acting()
-
-    def __enter__(self):
-        self._signals, self._installed = signals.start()
-        self._signals.loop()
-        return self
-
-    def __exit__(self, *exc):
-        if self._installed:
-            signals.finish(self._signals)
-        return False

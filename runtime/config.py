@@ -4,11 +4,11 @@
 ``ConfigError("field: what is wrong")``; entry points print that one line and exit 2. The
 fields both modes share are checked here; ``mode`` (a ``ModeChecks`` that each architecture
 hands in) checks its own fields and env ids and gives the env's spec, so rlcore imports
-nothing of envs/, anakin/ or sebulba/. The choice lists come from the registries that own
-them (``rlcore.algorithms.REGISTRY``, ``rlcore.networks.NETWORKS``,
-``rlcore.optim.OPTIMIZERS``), the bool, debug and sweepable fields from the field table
-(``runtime.fields``). ``derive(config, num_shards)`` is the one place derived
-sizes come from; nothing is written back into the config.
+nothing of envs/, anakin/ or sebulba/. Each field's own rule (range, choices) is its record's
+in ``runtime.fields`` (``check_field``; the choice lists are the registries that own them);
+what is written here are the rules that read more than one field. ``derive(config,
+num_shards)`` is the one place derived sizes come from; nothing is written back into the
+config. See docs/design.md, "Validation".
 """
 
 from __future__ import annotations
@@ -23,18 +23,31 @@ import ml_collections
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
-from rlcore.networks import CORES, IMAGE_NETWORKS, NETWORKS, NO_CORE
-from rlcore.optim import OPTIMIZERS
-from rlcore.seeding import MAX_EVAL_ENVS
+from rlcore.hparams import envs_per_minibatch, gradient_steps
+from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE
 from rlcore.types import EnvSpec
-from runtime.fields import BOOL_FIELDS, DEBUG_FIELDS, SWEEPABLE
+from runtime.fields import (
+    BY_NAME,
+    COMMON,
+    DEBUG_FIELDS,
+    DISTRIBUTED,
+    FIELDS,
+    MAX_INT32,
+    MAX_INT64,  # noqa: F401 - the rules' bounds are runtime.fields', named here for the modes
+    MAX_SEED,  # noqa: F401
+    RENAMED,
+    SWEEPABLE,
+    Checked,
+    Choice,
+    Flag,
+    Int32,
+    Ints,
+    Number,
+    Text,
+    renamed,
+)
 from runtime.sweep import num_variants, swept, with_values
 
-MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
-# Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.
-MAX_INT32 = 2**31 - 1
-# The env-step budget is counted in Python; int64 keeps it printable and comparable.
-MAX_INT64 = 2**63 - 1
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
 # ``update_unroll`` and ``microbatches`` -1: chosen from the device and its memory
@@ -50,13 +63,18 @@ class Derived:
       num_updates: learner updates in the run (``total_env_steps // steps_per_update``).
       steps_per_update: env steps per update over all envs (``num_envs * num_steps``).
       envs_per_shard: envs each learner device holds.
-      optimizer_steps: gradient steps in the run.
+      optimizer_steps: gradient steps in the run (``num_updates * gradient_steps``).
+      gradient_steps: gradient steps per update (``num_epochs * num_minibatches``).
+      envs_per_minibatch: envs of one minibatch on one learner device (``envs_per_shard //
+        num_minibatches``; ``microbatches`` divides it).
     """
 
     num_updates: int
     steps_per_update: int
     envs_per_shard: int
     optimizer_steps: int
+    gradient_steps: int
+    envs_per_minibatch: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,8 +213,7 @@ def choice(config, field: str, choices) -> None:
 
 def validate_distributed(config) -> None:
     """Checks the multi-process fields (before ``jax.distributed.initialize``)."""
-    positive_int(config, "num_processes")
-    positive_int(config, "heartbeat_timeout_s")
+    check_fields_of(config, DISTRIBUTED)
     require(is_int(config.process_id) and 0 <= config.process_id < config.num_processes,
             "process_id",
             f"must be in [0, {config.num_processes}), got {shown(config.process_id)}")
@@ -239,8 +256,11 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
 
 
 def _validate_structure(config) -> None:
-    """The sub-configs the mode checks read: ``debug`` with its knobs, and ``sweep`` (where
-    the config has one) with a tuple of values, or None, per field."""
+    """No former field name (``runtime.fields.RENAMED``); the sub-configs the mode checks
+    read: ``debug`` with its knobs, and ``sweep`` (where the config has one) with a tuple of
+    values, or None, per field."""
+    for old in RENAMED:
+        require(old not in config, old, renamed(old))
     debug = config.get("debug")
     require(isinstance(debug, (ml_collections.ConfigDict, Mapping)), "debug",
             f"must be a sub-config of the debug knobs, got {shown(debug)}")
@@ -297,86 +317,83 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
 
 
 def _validate_common(config, num_shards: int, check_env_id) -> None:
-    """The fields both modes share; ``num_shards``: learner devices over all processes."""
-    require(is_int(config.seed) and 0 <= config.seed < MAX_SEED, "seed",
-            f"must be an integer in [0, {MAX_SEED}), got {shown(config.seed)}")
-    choice(config, "algorithm", ALGORITHMS)
-    choice(config, "network", NETWORKS)
-    choice(config, "recurrent", CORES)
-    positive_int(config, "recurrent_hidden")
-    choice(config, "optimizer", OPTIMIZERS)
+    """The fields both modes share: each by its record's rule, then the rules that read
+    more than one field; ``num_shards``: learner devices over all processes."""
+    check_fields_of(config, COMMON)
     recurrent = config.recurrent != NO_CORE
     kinds = (AUTO, *accepted_kinds(ALGORITHMS[config.algorithm], recurrent))
-    require(config.minibatch in kinds, "minibatch",
+    require(config.minibatch_kind in kinds, "minibatch_kind",
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
-            f"{shown(config.minibatch)}")
-    positive_int(config, "total_env_steps", hi=MAX_INT64)
-    for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "log_every"):
-        positive_int(config, field)
-    int_in(config, "checkpoint_every", 0, ">= 0")
-    for field in BOOL_FIELDS:
-        require(isinstance(config[field], bool), field,
-                f"must be true or false, got {shown(config[field])}")
-    number(config, "learning_rate", lo=0.0)
-    require(config.learning_rate > 0, "learning_rate", "must be > 0")
-    number(config, "adam_eps", lo=0.0)
-    number(config, "rmsprop_eps", lo=0.0)
-    number(config, "rmsprop_decay", 0.0, 1.0)
-    number(config, "gamma", 0.0, 1.0)
-    number(config, "gae_lambda", 0.0, 1.0)
-    number(config, "vtrace_lambda", 0.0, 1.0)
-    for field in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "clip_rho",
-                  "clip_pg_rho"):
-        number(config, field, lo=0.0)
-    for field in ("normalize_obs_clip", "normalize_reward_clip"):
-        number(config, field)
-        require(config[field] > 0, field, f"must be > 0, got {config[field]}")
-    _validate_wandb(config)
-    int_in(config, "eval_every", 0, ">= 0 (0: off)")
-    positive_int(config, "eval_episodes")
-    require(config.eval_episodes <= MAX_EVAL_ENVS, "eval_episodes",
-            f"must be at most {MAX_EVAL_ENVS} (host eval seeds stay int32)")
-    positive_int(config, "eval_max_steps")
-    int_in(config, "update_unroll", AUTO_UNROLL, ">= -1 (-1: auto, 0: fully unrolled)")
-    int_in(config, "cpu_threads", 0, ">= 0 (0: auto)")
+            f"{shown(config.minibatch_kind)}")
+    _validate_wandb_installed(config)
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
+    sizes = derive(config, num_shards)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")
-    per_shard = config.num_envs // num_shards
-    require(per_shard % config.num_minibatches == 0, "num_minibatches",
-            f"{per_shard} envs per learner device do not split into "
+    require(sizes.envs_per_shard % config.num_minibatches == 0, "num_minibatches",
+            f"{sizes.envs_per_shard} envs per learner device do not split into "
             f"{config.num_minibatches} minibatches")
-    int_in(config, "microbatches", AUTO_MICROBATCHES, ">= 1, or -1 (auto)")
-    require(config.microbatches != 0, "microbatches", "must be an integer >= 1, or -1 (auto), "
-            "got 0")
-    mb_envs = per_shard // config.num_minibatches
+    mb_envs = sizes.envs_per_minibatch
     require(config.microbatches == AUTO_MICROBATCHES or mb_envs % config.microbatches == 0,
             "microbatches", f"{mb_envs} envs per minibatch per learner device do not split "
             f"into {config.microbatches} micro-batches")
-    require(config.total_env_steps >= config.num_envs * config.num_steps, "total_env_steps",
+    require(config.total_env_steps >= sizes.steps_per_update, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
-    updates = config.total_env_steps // (config.num_envs * config.num_steps)
-    require(updates <= MAX_INT32, "total_env_steps",
-            f"{shown(config.total_env_steps)} env steps make {shown(updates)} updates; at most "
-            "2**31 - 1 (the int32 update counter)")
-    delay = config.debug.learner_delay_ms
-    require(is_int(delay) and delay >= 0, "debug.learner_delay_ms",
-            f"must be an integer >= 0, got {shown(delay)}")
-    int_at_most("debug.learner_delay_ms", delay)
-    for field in DEBUG_FIELDS:
-        value = config.debug[field]
-        require(is_int(value), f"debug.{field}", f"must be an integer, got {shown(value)}")
-        require(abs(value) <= MAX_INT32, f"debug.{field}",
+    require(sizes.num_updates <= MAX_INT32, "total_env_steps",
+            f"{shown(config.total_env_steps)} env steps make {shown(sizes.num_updates)} "
+            "updates; at most 2**31 - 1 (the int32 update counter)")
+
+
+def check_fields_of(config, checked_in: str) -> None:
+    """Checks every field whose record is ``checked_in`` there (``runtime.fields.COMMON``,
+    ``DISTRIBUTED``, ...) by its rule, in the records' order; a ``Checked`` rule is the
+    cross-field rules' or the mode's."""
+    for field in FIELDS:
+        if field.checked_in == checked_in and not isinstance(field.rule, Checked):
+            check_field(config, field.name)
+
+
+def check_field(config, name: str) -> None:
+    """Checks the field ``name`` (dotted for a sub-config's) by its record's rule; raises
+    ``ConfigError("name: ...")``."""
+    rule, value = BY_NAME[name].rule, config
+    for part in name.split("."):
+        value = value[part]
+    if isinstance(rule, Ints):
+        _check_ints(name, value, rule)
+    elif isinstance(rule, Int32):
+        require(is_int(value), name, f"must be an integer, got {shown(value)}")
+        require(abs(value) <= MAX_INT32, name,
                 f"must be within +-(2**31 - 1) (int32), got {shown(value)}")
+    elif isinstance(rule, Number):
+        number_value(name, value, rule.lo, rule.hi)
+        require(not rule.above_zero or value > 0, name, rule.above_zero.format(value=value))
+    elif isinstance(rule, Choice):
+        require(isinstance(value, str) and value in rule.options, name,
+                f"must be one of {', '.join(rule.options)}, got {shown(value)}")
+    elif isinstance(rule, Flag):
+        require(isinstance(value, bool), name, f"must be true or false, got {shown(value)}")
+    elif isinstance(rule, Text):
+        require(isinstance(value, str), name, "must be a string")
+    else:
+        raise TypeError(f"{name}: a {type(rule).__name__} rule is checked by its own code")
 
 
-def _validate_wandb(config) -> None:
-    """W&B fields: a string project, a known mode, and wandb installed when a project is set
-    (it is never a hard dependency)."""
-    require(isinstance(config.wandb_project, str), "wandb_project", "must be a string")
-    choice(config, "wandb_mode", ("online", "offline"))
+def _check_ints(name: str, value, rule: Ints) -> None:
+    """An ``Ints`` rule (see ``runtime.fields.Ints``)."""
+    in_range = is_int(value) and value >= rule.lo and (not rule.hi_in_phrase or value <= rule.hi)
+    require(in_range and value not in rule.excluded, name,
+            f"must be {rule.phrase}, got {shown(value)}")
+    if not rule.hi_in_phrase:
+        int_at_most(name, value, rule.hi)
+    if rule.cap is not None:
+        require(value <= rule.cap, name, f"must be at most {rule.cap} ({rule.cap_reason})")
+
+
+def _validate_wandb_installed(config) -> None:
+    """wandb installed when a project is set (it is never a hard dependency)."""
     if config.wandb_project:
         import importlib.util
 
@@ -401,12 +418,18 @@ def _validate_network(config, spec: EnvSpec) -> None:
 
 
 def derive(config: ml_collections.ConfigDict, num_shards: int = 1) -> Derived:
-    """Derived sizes of a run whose env axis is split over ``num_shards`` learner devices."""
+    """Derived sizes of a run whose env axis is split over ``num_shards`` learner devices
+    (the one place they come from; floors where the config does not split evenly, which
+    validation refuses)."""
     steps_per_update = config.num_envs * config.num_steps
     num_updates = config.total_env_steps // steps_per_update
+    envs_per_shard = config.num_envs // num_shards
+    steps = gradient_steps(config.num_epochs, config.num_minibatches)
     return Derived(
         num_updates=num_updates,
         steps_per_update=steps_per_update,
-        envs_per_shard=config.num_envs // num_shards,
-        optimizer_steps=num_updates * config.num_epochs * config.num_minibatches,
+        envs_per_shard=envs_per_shard,
+        optimizer_steps=num_updates * steps,
+        gradient_steps=steps,
+        envs_per_minibatch=envs_per_minibatch(envs_per_shard, config.num_minibatches),
     )

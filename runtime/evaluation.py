@@ -38,7 +38,7 @@ Frames (``--video``, mp4 or gif by the extension): the frame each action of env 
 episode was taken on; envs that render RGB frames themselves give theirs, the others'
 observations are drawn (``envs.registry.obs_frame_fn``).
 
-Bad arguments raise ``EvalError``; the driver (``runtime.command``) prints it as one
+Bad arguments raise ``EvalError``; the driver (``runtime.exits``) prints it as one
 ``error: ...`` line and exits with code 2 (1 for a runtime failure, with its traceback).
 """
 
@@ -55,8 +55,8 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.seeding import MAX_EVAL_ENVS
-from runtime import command, failure, run_files
-from runtime.cli import output_file_problem
+from runtime import exits, failure, flag_parser, run_files
+from runtime.output_paths import output_file_problem
 from runtime.stats import EpisodeResults, result_rows, results_table
 from runtime.video import VIDEO_EXTENSIONS, write_video
 
@@ -70,7 +70,7 @@ class EvalError(Exception):
 
 
 # How an evaluate command reports its errors (any other is a traceback and exit 1).
-EVALUATE_ERRORS = (command.OneLine((EvalError, ConfigError), "error", command.EXIT_BAD_INPUT),)
+EVALUATE_ERRORS = (exits.OneLine((EvalError, ConfigError), "error", exits.EXIT_BAD_INPUT),)
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -170,8 +170,10 @@ def load_config(workdir: str,
     if not isinstance(saved, dict):
         raise EvalError(f"--workdir: {path} holds a {type(saved).__name__}, not a run's "
                         "config (a JSON object)")
+    from runtime.fields import upgrade_saved  # a former field name read as its new one
+
     base = defaults.to_dict() if defaults is not None else {}
-    return ml_collections.ConfigDict(_merge(base, saved))
+    return ml_collections.ConfigDict(_merge(base, upgrade_saved(saved)))
 
 
 def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -277,15 +279,15 @@ def define_flags() -> None:
 
 
 def parse_flags(argv):
-    """absl flags parser for ``app.run`` (``runtime.command.parse_flags``): a bad flag or an
+    """absl flags parser for ``app.run`` (``runtime.flag_parser.parse_flags``): a bad flag or an
     unexpected argument is one ``error:`` line and exit 2; library logging stays at WARNING
     unless ``--verbosity`` is given."""
-    return command.parse_flags(argv, _flag_problem, _no_arguments)
+    return flag_parser.parse_flags(argv, _flag_problem, _no_arguments)
 
 
 def _no_arguments(rest) -> None:
     if len(rest) > 1:
-        raise command.UsageError(f"unexpected arguments {rest[1:]}")
+        raise flag_parser.UsageError(f"unexpected arguments {rest[1:]}")
 
 
 def _flag_problem(e: Exception, argv) -> str | None:
@@ -293,7 +295,7 @@ def _flag_problem(e: Exception, argv) -> str | None:
     from absl import flags
 
     del argv
-    if isinstance(e, command.UsageError):
+    if isinstance(e, flag_parser.UsageError):
         return f"error: {e}"
     if isinstance(e, flags.Error):
         return f"error: {' '.join(str(e).split())}"
@@ -326,8 +328,8 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         normalize: Normalizer | None = None) -> None:
     """The whole command: checks the flags, loads the config (``defaults()`` filling the
     fields an older ``config.json`` lacks), runs ``evaluate``, prints the report, writes the
-    video; exits 0, 1 (runtime failure) or 2 (bad argument) through ``runtime.command``."""
-    from runtime.entry import apply_xla_cpu_flags
+    video; exits 0, 1 (runtime failure) or 2 (bad argument) through ``runtime.exits``."""
+    from runtime.xla_flags import apply_xla_cpu_flags
 
     args = args_from_flags()
 
@@ -343,7 +345,7 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
                   f"{evaluation.frames[0].shape[1]}x{evaluation.frames[0].shape[0]})")
 
     # Never a file in the workdir (a run may be training there): the temporary directory.
-    command.run_command(body, EVALUATE_ERRORS, details=failure.Details(None))
+    exits.run_command(body, EVALUATE_ERRORS, details=failure.Details(None))
 
 
 def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],

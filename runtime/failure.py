@@ -1,6 +1,6 @@
 """One line per runtime failure: the summary on the console, the details in a file.
 
-A command that runs under ``runtime.command.run_command`` with a ``Details`` file gets:
+A command that runs under ``runtime.exits.run_command`` with a ``Details`` file gets:
 
 - while it runs, what the libraries report goes to that file, not to the console: Python
   logging records (absl, orbax, jax; the console keeps them only when ``--verbosity`` is
@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 import traceback
+
+from runtime.one_line import single_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DETAILS_FILE = "errors.log"
@@ -234,8 +236,6 @@ def summary_line(error: BaseException, details_path: str | None) -> str:
     25 in /w/checkpoints: no space left on device: /w/checkpoints/25.orbax-checkpoint-tmp
     (ValueError at runtime/checkpoint.py:142 in save); traceback in /tmp/podracer-errors-9.log``.
     """
-    from runtime.command import single_line
-
     first = first_failure(error)
     chain = [first, error]  # the work it was doing: the first failure's, else the last's
     while chain[-1] is not first and chain[-1].__context__ is not None:

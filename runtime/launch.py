@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 
-from runtime.cli import OneLineParser
+from runtime.arguments import OneLineParser
 
 HOST = "127.0.0.1"
 POLL_S = 0.05           # supervision poll period

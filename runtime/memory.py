@@ -50,7 +50,7 @@ A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limi
 (GPU/TPU), or on CPU the host's available RAM divided by the local devices the run uses
 (``ModeChecks.devices_used``; fake CPU devices share it). A mode's host buffers
 (``ModeChecks.host_memory``: Sebulba's rollout queues, see ``sebulba.train``) are checked
-against the host's available RAM. ``runtime.entry.prepare`` runs ``check_run`` after
+against the host's available RAM. ``runtime.train_command.prepare`` runs ``check_run`` after
 ``runtime.config.validate``: validation proper stays a function of the config and the
 device counts it is given, the memory check reads the real devices and host.
 """
@@ -72,7 +72,14 @@ from rlcore.learner import init_learner_state
 from rlcore.networks import NO_CORE, initial_core, make_network
 from rlcore.optim import make_optimizer
 from rlcore.types import EnvSpec
-from runtime.config import AUTO_MICROBATCHES, AUTO_UNROLL, DeviceCounts, HostMemory, ModeChecks
+from runtime.config import (
+    AUTO_MICROBATCHES,
+    AUTO_UNROLL,
+    DeviceCounts,
+    HostMemory,
+    ModeChecks,
+    derive,
+)
 
 GIB = 2**30
 # A run must fit in this share of the capacity: XLA's own buffers, fragmentation and the
@@ -207,7 +214,7 @@ CONCURRENCY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
 def concurrency_scheduler(config) -> bool:
     """Whether XLA CPU's concurrency-optimized scheduler is on for a run of ``config``: the
     value of its flag in ``XLA_FLAGS`` where given there (it wins), else the config's
-    ``xla_cpu_concurrency_scheduler`` (``runtime.entry`` puts that into ``XLA_FLAGS``)."""
+    ``xla_cpu_concurrency_scheduler`` (``runtime.xla_flags`` puts that into ``XLA_FLAGS``)."""
     for flag in reversed(os.environ.get("XLA_FLAGS", "").split()):
         if flag.startswith(CONCURRENCY_FLAG + "="):
             return flag.split("=", 1)[1].lower() in ("true", "1")
@@ -218,7 +225,7 @@ def unrolled_steps(config, unroll: int | None = None) -> int:
     """Gradient steps in one iteration of the update's loop with ``unroll`` (default the
     config's ``update_unroll``, not ``AUTO_UNROLL`` then): all of them when 0."""
     unroll = config.update_unroll if unroll is None else unroll
-    steps = config.num_epochs * config.num_minibatches
+    steps = derive(config).gradient_steps
     return steps if unroll == 0 else min(unroll, steps)
 
 
@@ -278,7 +285,8 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     it).
     """
     platform = jax.local_devices()[0].platform if platform is None else platform
-    steps = config.num_epochs * config.num_minibatches
+    derived = derive(config, num_shards)
+    steps = derived.gradient_steps
     if config.update_unroll != AUTO_UNROLL:
         unrolls = [config.update_unroll]
     else:
@@ -286,7 +294,7 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     if config.microbatches != AUTO_MICROBATCHES:
         micros = [config.microbatches]
     else:
-        micros = divisors(config.num_envs // num_shards // config.num_minibatches)
+        micros = divisors(derived.envs_per_minibatch)
     if len(unrolls) * len(micros) == 1:
         return UpdatePlan(unrolls[0], micros[0])
     devices = max(mode.devices_used(config, num_shards, num_processes), 1)
@@ -327,11 +335,12 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     agents = mode.num_agents(config)
     sizes = network_sizes(config.network, spec, config.optimizer, config.max_grad_norm > 0,
                           config.recurrent, config.recurrent_hidden)
-    t, b = config.num_steps, config.num_envs // num_shards
+    derived = derive(config, num_shards)
+    t, b = config.num_steps, derived.envs_per_shard
     o = obs_bytes(spec)
     r = (step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
          + optional_step_bytes(config))
-    samples = t * b // config.num_minibatches // microbatches  # one chunk's
+    samples = t * derived.envs_per_minibatch // microbatches  # one chunk's
     rollout_obs = agents * (t + 1) * b * o
     trajectory = agents * t * b * r
     live = live_steps(config, platform, unroll)
@@ -494,5 +503,5 @@ def agent_fields(config) -> str:
 def check_run(config, mode: ModeChecks, counts: DeviceCounts, num_shards: int) -> None:
     """``check`` for a config that passed ``runtime.config.validate`` under ``mode`` on the
     runtime of ``counts``, with the ``num_shards`` learner shards validation returned
-    (``runtime.entry.prepare`` calls it)."""
+    (``runtime.train_command.prepare`` calls it)."""
     check(config, mode.env_spec(config.env_id), mode, num_shards, counts.processes)

@@ -9,7 +9,8 @@ handler at all. So, while ``Signals`` is installed:
 
 - before the loop (validation, building the run, restoring): the handler exits at once
   (``SystemExit`` 130/143, as SIGINT's default ``KeyboardInterrupt`` would);
-- in the loop (``Signals.loop()``): the handler records the code for the loop to act on;
+- in the loop (``Signals.loop()``, which the loop's ``SignalFlag`` calls): the handler
+  records the code for the loop to act on;
 - a watcher thread wakes on every signal (``signal.set_wakeup_fd``: the C-level handler
   writes there even while the main thread is busy) and, when the loop has not begun to act
   within ``GRACE_S`` (``acting()``, called as it starts its final checkpoint), prints one line
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 
-from runtime.command import EXIT_SIGINT, EXIT_SIGTERM
+from runtime.exits import EXIT_SIGINT, EXIT_SIGTERM
 
 CODES = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 GRACE_S = 8.0  # the loop's time to begin acting on a signal before the watcher ends the run
@@ -184,3 +185,37 @@ def finish(signals: Signals) -> None:
     signals.uninstall()
     if _current is signals:
         _current = None
+
+
+class SignalFlag:
+    """The training loop's view of SIGINT/SIGTERM: records a signal instead of dying, so
+    the loop can checkpoint and exit.
+
+    ``exit_code`` is 130 after SIGINT and 143 after SIGTERM (``None`` when no signal came).
+    Use as a context manager around the loop: it installs the process's ``Signals`` where
+    the command has not (and uninstalls them on exit then). Only the main thread can install
+    handlers; elsewhere it records nothing.
+    """
+
+    def __init__(self):
+        self._signals = None
+        self._installed = False
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self._signals is None else self._signals.exit_code
+
+    def acting(self) -> None:
+        """The loop begins acting on the signal: the watcher lets it finish."""
+        if self._signals is not None:
+            self._signals.acting()
+
+    def __enter__(self):
+        self._signals, self._installed = start()
+        self._signals.loop()
+        return self
+
+    def __exit__(self, *exc):
+        if self._installed:
+            finish(self._signals)
+        return False

@@ -15,7 +15,7 @@ Frames for ``--video``: envs that render RGB frames themselves (EnvPool,
 ``envs.registry.render_overrides``) give their own; the others' observations are drawn
 (``envs.registry.obs_frame_fn``).
 
-Exit codes (``runtime.command``): 0 done, 1 runtime failure, 2 bad argument (one
+Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 ``error:`` line).
 """
 

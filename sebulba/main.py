@@ -7,19 +7,19 @@ Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 
 from absl import app, flags
 
-from runtime import entry
+from runtime import train_command, train_flags
 
-FLAGS = entry.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
-                           mode="sebulba")
-flags.adopt_module_key_flags(entry)  # absl's --help lists only the main module's key flags
+FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
+                                 mode="sebulba")
+flags.adopt_module_key_flags(train_flags)  # absl's --help lists only the main's key flags
 
 
 def _main(argv):
     del argv
     from sebulba.train import MODE, train
 
-    return entry.run_main(FLAGS.config.value, FLAGS.workdir.value, MODE, train,
-                          fresh=FLAGS.fresh.value)
+    return train_command.run_main(FLAGS.config.value, FLAGS.workdir.value, MODE, train,
+                                  fresh=FLAGS.fresh.value)
 
 
 if __name__ == "__main__":

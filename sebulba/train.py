@@ -28,9 +28,8 @@ from rlcore.normalize import maybe_normalized, observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState
-from runtime import distributed, entry, failure, memory
-from runtime.checkpoint import SignalFlag
-from runtime.command import ExitNow
+from runtime import distributed, failure, memory, train_command
+from runtime.cadence import train_eval_due
 from runtime.config import (
     DeviceCounts,
     HostMemory,
@@ -45,9 +44,11 @@ from runtime.config import (
     require,
     shown,
 )
+from runtime.exits import ExitNow
 from runtime.fields import hparams_of
 from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir, train_eval_due
+from runtime.rundir import RunDir
+from runtime.signals import SignalFlag
 from runtime.sweep import swept
 from sebulba import learner as sl
 from sebulba import pipeline
@@ -132,7 +133,7 @@ MODE = ModeChecks(
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.
-prepare = functools.partial(entry.prepare, mode=MODE)
+prepare = functools.partial(train_command.prepare, mode=MODE)
 
 
 class SebulbaRun:
@@ -216,7 +217,7 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     for rollouts or for its update in flight: that update is abandoned (its metrics never
     written) and the state before it, kept alive for this, is saved from host copies of its
     arrays (an orbax save of device arrays would wait for the update still running there);
-    the command then ends the process at once (``command.ExitNow``: an interpreter exit would
+    the command then ends the process at once (``exits.ExitNow``: an interpreter exit would
     wait for it too). With several processes a signal seen by any of them stops all of
     them, agreed through the coordination service, not device collectives
     (``distributed.StopBoard``): they checkpoint the same update, the last one any of them
@@ -230,7 +231,7 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
     Raises:
       RuntimeError: an actor thread failed (chained to its exception).
       SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written
-        (``command.ExitNow`` when an update was left in flight).
+        (``exits.ExitNow`` when an update was left in flight).
     """
     run = SebulbaRun(config)
     total = run.derived.num_updates

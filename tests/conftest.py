@@ -1,4 +1,4 @@
-"""Test-wide JAX settings (DESIGN.md, Style 4).
+"""Test-wide JAX settings (docs/design.md, "Rooms": tests).
 
 - ``jax_numpy_rank_promotion='raise'``: an implicit broadcast between arrays of different
   rank is an error, so a ``[T, B]`` vs ``[T]`` slip fails loudly instead of broadcasting.
@@ -201,7 +201,7 @@ def _compile_settings(request, monkeypatch):
 
 # --- runs shared by several test files -----------------------------------------------------
 # Each is trained once per session: the first test that asks for it pays, the others read it.
-# Nothing may write into a shared run's workdir. (How new tests share: WORKSPACE-notes.md.)
+# Nothing may write into a shared run's workdir. (How new tests share: docs/design.md, "Rooms".)
 
 
 @pytest.fixture(scope="session")

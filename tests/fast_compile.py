@@ -3,7 +3,7 @@ set the environment before JAX starts).
 
 Most tests compile far more than they run. On CPU, JAX's ``jax_disable_most_optimizations``
 (LLVM at -O0) together with XLA's older fusion emitters compiles a small program 3-4x faster
-(WORKSPACE-notes.md, tenth session); the programs compute the same functions, more slowly. So
+(measured on a 2-core CPU host); the programs compute the same functions, more slowly. So
 every test runs with both, in process and in the processes it starts, except a test marked
 ``optimized`` (one that mostly runs: it trains long or on images): its own compiles and the
 processes it starts keep XLA's defaults. Users' runs always keep XLA's defaults.

@@ -1,5 +1,5 @@
-"""Property test of the command-line tools' arguments (issue 18, point 7): random flags and
-values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.launch`` and the
+"""Property test of the command-line tools' arguments (docs/design.md, "Exit codes"): random
+flags and values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.launch`` and the
 evaluate commands' argument check. Every draw ends in exit 0 (the arguments are fine) or a
 one-line exit 2 naming a flag; never a traceback or another exception.
 
@@ -7,7 +7,7 @@ Drawn in-process, so that a draw costs microseconds: the parsers (ablate, launch
 of ``aggregate.main`` (it checks its arguments and reads the run directories before any
 work), and ``runtime.evaluation.check_args`` (what ``python -m anakin.evaluate`` runs before
 loading anything; its flag parsing is absl's, whose errors are one line by
-``runtime.command.parse_flags``, tested in tests/runtime/test_evaluation.py).
+``runtime.flag_parser.parse_flags``, tested in tests/runtime/test_evaluation.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import ablate, aggregate
-from runtime import command, evaluation, launch
+from runtime import evaluation, exits, launch
 
 VALUES = st.one_of(
     st.sampled_from(["", "0", "-1", "1", "3", "nan", "inf", "-inf", "1e400", "2**31",
@@ -85,6 +85,6 @@ def test_launch_arguments(argv, with_command):
                  greedy=st.booleans(), video=VALUES, agent=st.integers(-5, 10**6),
                  max_episode_steps=st.integers(-5, 10**9)))
 def test_evaluate_argument_check(args):
-    """Through ``runtime.command.run_command``, as the evaluate commands run it."""
-    _assert_clean(*_outcome(lambda: command.run_command(lambda: evaluation.check_args(args),
+    """Through ``runtime.exits.run_command``, as the evaluate commands run it."""
+    _assert_clean(*_outcome(lambda: exits.run_command(lambda: evaluation.check_args(args),
                                                         evaluation.EVALUATE_ERRORS)), args)

@@ -10,7 +10,9 @@ Rules (README "Where things are"):
   ``sebulba/evaluate.py``, which fill an older run's missing fields from ``configs/base.py``),
   benchmarks (which build runs from configs) and tests;
 - no module of ``rlcore``, ``runtime``, ``anakin`` or ``sebulba`` writes an env id: env
-  names belong to ``envs/`` (and to configs and benchmarks, which choose envs).
+  names belong to ``envs/`` (and to configs and benchmarks, which choose envs);
+- no two modules of ours import each other, directly or through others, not even inside a
+  function (``test_no_import_cycles``).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def allowed(package: str, module: str) -> bool:
     if package == "benchmarks":
         return top in ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs")
     if package == "configs":
-        return top == "runtime"  # base.py builds its sweep sub-config from the field table
+        return top == "runtime"  # base.py builds its config from the field records
     raise AssertionError(package)
 
 
@@ -106,6 +108,82 @@ def test_the_rule_sees_what_it_guards():
     assert not allowed("runtime", "configs.base")
     assert not allowed("envs", "rlcore.learner")
     assert allowed("envs", "rlcore.types")
+
+
+CYCLE_PACKAGES = ("rlcore", "runtime", "envs", "anakin", "sebulba", "benchmarks")
+
+
+def module_names(packages=CYCLE_PACKAGES) -> dict[str, Path]:
+    """``{dotted module: file}`` of every module of ``packages`` (a package's
+    ``__init__.py`` under the package's name)."""
+    names = {}
+    for package in packages:
+        for path in package_files(package):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            names[".".join(parts)] = path
+    return names
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """``{module: the modules of sources it imports}`` for ``sources`` (``{dotted module:
+    its text}``), every import counted wherever it is (inside functions too). An imported
+    name is its module when it is one (``from runtime import failure``), else the module it
+    comes from (``from runtime.failure import Details``)."""
+    def resolve(name: str) -> str | None:
+        while name and name not in sources:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, text in sources.items():
+        found = {resolve(m) for _, m in imported_modules(ast.parse(text))}
+        graph[module] = found - {None, module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as ``[a, b, ..., a]``, or None when there is none
+    (a depth-first search, modules in sorted order so that the answer is stable)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if state.get(imported) == 1:
+                return path[path.index(imported):] + [imported]
+            if imported not in state and (cycle := visit(imported)) is not None:
+                return cycle
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)) is not None:
+            return cycle
+    return None
+
+
+def test_no_import_cycles():
+    """No module of ours imports itself through others: the message names the cycle."""
+    sources = {m: p.read_text() for m, p in module_names().items()}
+    cycle = find_cycle(import_graph(sources))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_sees_cycles():
+    """The cycle check finds a cycle closed by an import inside a function, and through
+    ``from package import module``."""
+    sources = {"runtime": "", "runtime.a": "from runtime import b\n",
+               "runtime.b": "def f():\n    from runtime.c import g\n",
+               "runtime.c": "import runtime.a\n", "runtime.d": "from runtime.a import x\n"}
+    graph = import_graph(sources)
+    assert graph["runtime.d"] == {"runtime.a"}
+    assert find_cycle(graph) == ["runtime.a", "runtime.b", "runtime.c", "runtime.a"]
+    assert find_cycle({**graph, "runtime.c": set()}) is None
 
 
 def env_names() -> set[str]:

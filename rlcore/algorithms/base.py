@@ -27,13 +27,13 @@ def accepted_kinds(algorithm: type[Algorithm], recurrent: bool) -> tuple[str, ..
 
 def minibatch_kind(algorithm: type[Algorithm], choice: str, recurrent: bool = False) -> str:
     """The kind an update of ``algorithm`` (of a ``recurrent`` agent or not) uses for the
-    config's ``minibatch`` ``choice``: ``"auto"`` is the first of ``accepted_kinds``; any
+    config's ``minibatch_kind`` ``choice``: ``"auto"`` is the first of ``accepted_kinds``; any
     other must be one of them."""
     kinds = accepted_kinds(algorithm, recurrent)
     if choice == AUTO:
         return kinds[0]
     if choice not in kinds:
-        raise ValueError(f"minibatch: {algorithm.__name__} needs one of {', '.join(kinds)}, "
+        raise ValueError(f"minibatch_kind: {algorithm.__name__} needs one of {', '.join(kinds)}, "
                          f"got {choice!r}")
     return choice
 

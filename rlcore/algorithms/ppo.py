@@ -67,7 +67,7 @@ class PPO(FromHParams):
     prepared_step_bytes: ClassVar[int] = 12
     # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
-    # request (``minibatch="sequences"``, the older layout).
+    # request (``minibatch_kind="sequences"``; docs/design.md, "One update loop").
     minibatch_kinds: ClassVar[tuple[str, ...]] = (SAMPLES, SEQUENCES)
     loss_reduction: ClassVar[str] = MEAN
 

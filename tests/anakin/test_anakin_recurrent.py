@@ -1,4 +1,4 @@
-"""Anakin with recurrent agents (issue 20): memory is used (Recall: the LSTM agent learns it,
+"""Anakin with recurrent agents: memory is used (Recall: the LSTM agent learns it,
 the feed-forward agent of the same size cannot), greedy evaluation carries the core state,
 resume is bitwise (core states are in the checkpoint), 1 and 4 devices agree, num_seeds."""
 
@@ -76,7 +76,7 @@ def test_masked_cartpole_needs_memory():
     which the feed-forward agent of the same torso, trained on the whole budget, does not
     approach (below 75; it needs the velocities one observation no longer shows). Measured
     over 6 seeds: the LSTM agents past 100 by 20-31k env steps, the feed-forward agents'
-    lines all below 60 (WORKSPACE-notes.md, issue 20)."""
+    lines all below 60 (docs/results.md)."""
     def config(recurrent):
         c = masked_cartpole_ppo.get_config()
         c.recurrent, c.learning_rate = recurrent, 4e-3
@@ -108,12 +108,12 @@ def test_evaluate_command_carries_the_core(memory_runs, tmp_path):
 def test_recurrent_minibatches_are_sequences():
     """A recurrent PPO agent's loss re-runs its core over whole sequences: ``samples`` is a
     one-line config error, ``auto`` and ``sequences`` pass."""
-    with pytest.raises(ConfigError, match="^minibatch: must be one of auto, sequences for a "
+    with pytest.raises(ConfigError, match="^minibatch_kind: must be one of auto, sequences for a "
                                           "recurrent ppo"):
-        prepare(_config(minibatch="samples"))
+        prepare(_config(minibatch_kind="samples"))
     with pytest.raises(ConfigError, match="^recurrent: must be one of none, lstm, gru"):
         prepare(_config(recurrent="rnn"))
-    prepare(_config(minibatch="sequences"))
+    prepare(_config(minibatch_kind="sequences"))
 
 
 def _short(**overrides):

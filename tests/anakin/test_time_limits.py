@@ -1,8 +1,9 @@
-"""Time limits bootstrap on the final observation (issue 21): on a cyclic env cut by a short
-time limit, PPO's learned values stay at the infinite-horizon values up to the limit; with
-``bootstrap_time_limits`` off (the self bootstrap) the values before the limit collapse. An
-LSTM agent with normalised observations values the final observation from a fresh core
-(``rlcore.networks.final_values``; from the continuing core its values drift to ~2x)."""
+"""Time limits bootstrap on the final observation (docs/design.md, "Truncation and the final
+observation"): on a cyclic env cut by a short time limit, PPO's learned values stay at the
+infinite-horizon values up to the limit; with ``bootstrap_time_limits`` off (the self bootstrap)
+the values before the limit collapse. An LSTM agent with normalised observations values the
+final observation from a fresh core (``rlcore.networks.final_values``; from the continuing core
+its values drift to ~2x)."""
 
 from __future__ import annotations
 

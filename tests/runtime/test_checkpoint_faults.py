@@ -23,7 +23,8 @@ import pytest
 from configs import base
 from rlcore.types import EpisodeSummary
 from runtime.checkpoint import Checkpointer, CheckpointError, short_reason
-from runtime.rundir import RunDir, set_aside_previous_run
+from runtime.rundir import RunDir
+from runtime.workdir import set_aside_previous_run
 from tests.helpers import REPO, checkpoint_steps, entry_env
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"

@@ -1,5 +1,5 @@
-"""Property test of config validation (issue 11, item 6): random values, of the wrong type
-or out of range, in one to three fields of a small Anakin or Sebulba CartPole config.
+"""Property test of config validation (docs/design.md, "Validation"): random values, of the
+wrong type or out of range, in one to three fields of a small Anakin or Sebulba CartPole config.
 
 Every draw ends in one of two ways: ``prepare`` raises ``ConfigError("<field>: ...")``
 naming a field of the config (``sweep.<field>``, ``debug.<field>`` for the sub-configs),
@@ -15,7 +15,7 @@ fine) train one update of a tiny config; most of them share a compile through th
 session's persistent compilation cache (tests/conftest.py), so the file stays short.
 
 Values are stored as given (``set_field``): the command-line parser refuses a value of the
-wrong type before validation (``runtime.entry.parse_flags``, exit 2), so wrong types reach
+wrong type before validation (``runtime.train_flags.parse_flags``, exit 2), so wrong types reach
 ``validate`` only from Python (a config built from a dict, or with ``ignore_type``), which
 is what this tests.
 """

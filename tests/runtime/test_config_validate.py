@@ -95,9 +95,9 @@ BAD = [
     _row("anakin", "microbatches", -2, "must be an integer >= 1, or -1 (auto), got -2"),
     _row("sebulba", "microbatches", 5, "envs per minibatch per learner device do not split "
          "into 5 micro-batches"),
-    _row("anakin", "minibatch", "envs", "must be one of auto, samples, sequences for ppo, got "
+    _row("anakin", "minibatch_kind", "envs", "must be one of auto, samples, sequences for ppo, got "
          "'envs'"),
-    _row("sebulba", "minibatch", "samples", "must be one of auto, sequences for impala, got "
+    _row("sebulba", "minibatch_kind", "samples", "must be one of auto, sequences for impala, got "
          "'samples'", also={"algorithm": "impala"}),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
@@ -228,12 +228,13 @@ def test_every_runnable_config_is_listed():
 
 
 @pytest.mark.parametrize("name, num_shards, expected", [
-    # 4 envs x 128 steps = 512; 500_000 // 512 = 976 (499_712 steps); 976 x 4 x 4.
+    # 4 envs x 128 steps = 512; 500_000 // 512 = 976 (499_712 steps); 976 x 4 x 4; 4 / 4.
     ("cartpole_ppo", 1, dict(num_updates=976, steps_per_update=512, envs_per_shard=4,
-                             optimizer_steps=15_616)),
-    # 24 x 32 = 768; 250_000 // 768 = 325 (249_600); 24 / 3 = 8; 325 x 4 x 4.
+                             optimizer_steps=15_616, gradient_steps=16, envs_per_minibatch=1)),
+    # 24 x 32 = 768; 250_000 // 768 = 325 (249_600); 24 / 3 = 8; 325 x 4 x 4; 8 / 4.
     ("cartpole_ppo_sebulba", 3, dict(num_updates=325, steps_per_update=768, envs_per_shard=8,
-                                     optimizer_steps=5_200)),
+                                     optimizer_steps=5_200, gradient_steps=16,
+                                     envs_per_minibatch=2)),
     # 16 x 32 = 512; 976; 1 epoch x 4 minibatches.
     ("cartpole_impala", 1, dict(num_updates=976, steps_per_update=512, envs_per_shard=16,
                                 optimizer_steps=3_904)),

@@ -15,14 +15,10 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.entry import (
-    THREADS_VARIABLE,
-    apply_xla_cpu_flags,
-    check_workdir,
-    config_file_problem,
-    cpu_threads_for,
-)
+from runtime.config_problems import config_file_problem
 from runtime.rundir import RunDir
+from runtime.workdir import check_workdir
+from runtime.xla_flags import THREADS_VARIABLE, apply_xla_cpu_flags, cpu_threads_for
 from tests.helpers import (
     checkpoint_steps,
     config_error_lines,

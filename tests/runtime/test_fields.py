@@ -1,4 +1,5 @@
-"""The field table (runtime/fields.py) against configs/base.py, and the views read from it."""
+"""The field records (runtime/fields.py) against configs/base.py and the docs page, the
+views read from them, and former field names."""
 
 import dataclasses
 
@@ -93,3 +94,114 @@ def test_agent_hparams_holds_the_swept_values_and_none_elsewhere():
     assert agent.gamma == plain.gamma and type(agent.gamma) is float  # still a constant
     config.num_seeds, config.sweep.learning_rate = 1, (1e-3,)
     assert sweep.agent_hparams(config) is None  # one agent: plain numbers
+
+
+# ----------------------------------------------------------------------------- renamed fields
+
+
+def test_a_former_field_name_is_refused_in_one_line_naming_the_new_one():
+    from anakin import train as anakin_train
+    from rlcore.errors import ConfigError
+    from runtime.config import DeviceCounts, validate
+    from runtime.config_problems import unknown_field
+    from sebulba import train as sebulba_train
+
+    config = base.get_config()
+    assert unknown_field(config, "minibatch") == "minibatch: renamed to minibatch_kind"
+    config.minibatch = "samples"  # a config file that sets the former name
+    for mode in (anakin_train.MODE, sebulba_train.MODE):
+        with pytest.raises(ConfigError, match="^minibatch: renamed to minibatch_kind$"):
+            validate(config, mode, DeviceCounts(devices=1, local_devices=1, processes=1))
+
+
+def test_a_saved_config_is_read_under_the_current_names(tmp_path):
+    """An older run's config.json (``minibatch``) evaluates as ``minibatch_kind``."""
+    import json
+
+    from runtime.evaluation import load_config
+
+    saved = base.get_config().to_dict()
+    saved["minibatch"] = "sequences"
+    del saved["minibatch_kind"]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    config = load_config(str(tmp_path), base.get_config())
+    assert config.minibatch_kind == "sequences" and "minibatch" not in config
+    assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
+        "minibatch_kind": "auto", "seed": 1}
+
+
+# ----------------------------------------------------------------------------- records and page
+
+
+@pytest.mark.parametrize("row", fields.FIELDS, ids=lambda r: r.name)
+def test_base_holds_each_records_default(row):
+    """configs/base.py's defaults are the records' (same value, same type), but for the
+    sub-configs and the ones base.py gives (the env id)."""
+    default = base_fields(base.get_config())[row.name]
+    if row.kind == fields.CONFIG:
+        assert row.default is fields.SUBCONFIG
+    elif isinstance(row.default, fields.Given):
+        assert row.name == "env_id" and isinstance(default, str)
+    else:
+        assert default == row.default and type(default) is type(row.default)
+
+
+def test_every_record_has_a_meaning_and_a_rule():
+    for row in fields.FIELDS:
+        assert row.meaning.endswith(".") and row.group, row.name
+        assert row.rule.text(), row.name
+        assert row.checked_in in (fields.COMMON, fields.DISTRIBUTED, fields.ANAKIN,
+                                  fields.SEBULBA), row.name
+
+
+def test_the_pipeline_rule_names_every_pipeline():
+    from sebulba.pipeline import PIPELINES
+
+    assert ROWS["pipeline"].rule.text().startswith(
+        f"one of {', '.join(PIPELINES)} ")
+
+
+def test_the_committed_docs_page_is_the_generators_output():
+    """docs/configuration.md is ``python -m runtime.fields``' output; regenerate it with
+    ``python -m runtime.fields > docs/configuration.md``."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / fields.DOCS_PAGE
+    assert committed.read_text() == fields.page(base.get_config())
+    for row in fields.FIELDS:
+        assert f"| `{row.name}` |" in committed.read_text()
+
+
+def _bad_values(rule):
+    """Values ``rule`` refuses (each refused by its first failing check)."""
+    if isinstance(rule, fields.Ints):
+        return [rule.lo - 1, 1.5, True]
+    if isinstance(rule, fields.Number):
+        return [0.0 if rule.above_zero else -1.0, "x", float("nan")]
+    return []
+
+
+MODE_ROWS = [r for r in fields.FIELDS if r.checked_in in (fields.ANAKIN, fields.SEBULBA)
+             and not isinstance(r.rule, fields.Checked)]
+
+
+@pytest.mark.parametrize("row", MODE_ROWS, ids=lambda r: r.name)
+def test_a_modes_own_check_says_what_its_records_rule_says(row):
+    """The fields only one architecture checks (in its ``check_fields``) are refused there
+    with the message their record's rule gives (``runtime.config.check_field``)."""
+    from anakin import train as anakin_train
+    from rlcore.errors import ConfigError
+    from runtime.config import DeviceCounts, check_field, validate
+    from sebulba import train as sebulba_train
+
+    mode = anakin_train.MODE if row.checked_in == fields.ANAKIN else sebulba_train.MODE
+    assert _bad_values(row.rule), row.name
+    for value in _bad_values(row.rule):
+        config = base.get_config()
+        with config.ignore_type():
+            config[row.name] = value
+        with pytest.raises(ConfigError) as by_rule:
+            check_field(config, row.name)
+        with pytest.raises(ConfigError) as by_mode:
+            validate(config, mode, DeviceCounts(devices=1, local_devices=1, processes=1))
+        assert str(by_mode.value) == str(by_rule.value)

@@ -53,7 +53,7 @@ def test_recurrent_core_states_by_hand():
     envs' carried and stored core states (c and h, float32) and the [T, B] episode starts,
     and the value pass is the whole rollout's (the unroll recomputes the values)."""
     c = cartpole_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches, c.minibatch = 8, 16, 2, "sequences"
+    c.num_envs, c.num_steps, c.num_minibatches, c.minibatch_kind = 8, 16, 2, "sequences"
     c.recurrent, c.recurrent_hidden = "lstm", 32
     h = 32
     sizes = memory.network_sizes("mlp", CARTPOLE, "adam", True, "lstm", h)

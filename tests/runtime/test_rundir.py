@@ -16,7 +16,8 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.rundir import RunComplete, RunDir
+from runtime.resume import RunComplete
+from runtime.rundir import RunDir
 from tests.helpers import is_clock_key
 
 STEPS_PER_UPDATE = 512  # base config: 4 envs x 128 steps
@@ -278,6 +279,29 @@ def test_resume_allows_a_changed_log_every(tmp_path):
     assert [row["update"] for row in history] == [5, 10]
 
 
+def test_a_run_saved_under_a_former_field_name_resumes(tmp_path):
+    """An older run's config.json names ``minibatch`` (now ``minibatch_kind``): the resume
+    check reads it under the new name, so the same value resumes and another is refused."""
+    _run(_config(log_every=2, checkpoint_every=3), tmp_path, _state(0), range(1, 5),
+         checkpoint_until=4)
+    with open(tmp_path / "config.json") as f:
+        saved = json.load(f)
+    saved["minibatch"] = saved.pop("minibatch_kind")
+    with open(tmp_path / "config.json", "w") as f:
+        json.dump(saved, f)
+    rundir = RunDir(_config(log_every=2, minibatch_kind="sequences"), str(tmp_path), 10,
+                    STEPS_PER_UPDATE)
+    try:
+        with pytest.raises(ConfigError, match=r"^minibatch_kind: .* with 'auto', not "
+                                              r"'sequences'"):
+            rundir.restore_or(_state(0))
+    finally:
+        rundir.close()
+    restored, _ = _run(_config(log_every=2, checkpoint_every=3), tmp_path, _state(0),
+                       range(4, 7))
+    assert int(restored["update"]) == 3
+
+
 # ----------------------------------------------------------------------------- close
 
 
@@ -341,7 +365,7 @@ def test_a_resumed_run_purges_tensorboard_past_its_checkpoint(tmp_path):
 def test_stopping_lines_name_the_update_abandoned_and_what_is_saved():
     """The line of a signal that abandons an update in flight (Sebulba), also before any
     update completed (nothing saved) and without a workdir."""
-    from runtime.rundir import stopping_line
+    from runtime.run_lines import stopping_line
 
     assert stopping_line(130, 7, True, in_flight=8) == (
         "SIGINT: abandoning update 8 in flight, saving a checkpoint at update 7, then "

@@ -1,4 +1,4 @@
-"""Sebulba with recurrent agents (issue 20): actors carry each env's core state across
+"""Sebulba with recurrent agents: actors carry each env's core state across
 rollouts and ship the start state and episode starts; the cleanba pipeline stays identical
 under actor jitter and with 1 or 2 actor threads; a resumed run restarts its actors from zero
 core states and two resumes from one checkpoint agree; Recall (a memory task, own jittable env

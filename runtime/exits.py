@@ -1,9 +1,8 @@
-"""The one command-line driver of the entry points: absl flag parsing and exit codes.
+"""How every command ends: its exit codes, and errors as one line.
 
-``python -m anakin.main`` / ``sebulba.main`` (``runtime.entry.run_main``) and ``python -m
-anakin.evaluate`` / ``sebulba.evaluate`` (``runtime.evaluation.run``) parse their flags with
-``parse_flags`` and run their work through ``run_command``, the one place that turns an
-outcome into an exit code:
+``python -m anakin.main`` / ``sebulba.main`` (``runtime.train_command.run_main``) and
+``python -m anakin.evaluate`` / ``sebulba.evaluate`` (``runtime.evaluation.run``) run their
+work through ``run_command``, the one place that turns an outcome into an exit code:
 
 - 0: done;
 - 1: a runtime failure: one summary line, the traceback in a file (``runtime.failure``;
@@ -12,7 +11,7 @@ outcome into an exit code:
 - 130 / 143: after SIGINT / SIGTERM (a trainer checkpoints first, then exits with them).
 
 This module imports no library but absl (and ``runtime.failure``, the standard library's),
-so a bad command line fails before JAX loads.
+so a bad command line fails before JAX loads. See docs/design.md, "Exit codes".
 """
 
 from __future__ import annotations
@@ -25,17 +24,13 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from runtime import failure
+from runtime.one_line import single_line
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpfull", "--helpshort", "--helpxml")
-
-
-class UsageError(Exception):
-    """A bad command line found after absl parsed it (e.g. unexpected arguments)."""
 
 
 class ExitNow(SystemExit):  # noqa: N818 - an exit, as SystemExit
@@ -71,15 +66,6 @@ class OneLine:
             if isinstance(error, kind):
                 return True
         return False
-
-
-def single_line(text: str) -> str:
-    """``text`` with every non-printable character escaped (a newline in a path becomes
-    ``\\n``), so that a message stays one line whatever input it quotes."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
 
 
 def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
@@ -139,36 +125,3 @@ def _verbosity_given() -> bool:
     from absl import flags
 
     return flags.FLAGS.is_parsed() and flags.FLAGS["verbosity"].present
-
-
-def parse_flags(argv: Sequence[str], problem: Callable[[Exception, Sequence[str]], str | None],
-                check: Callable[[list[str]], None] | None = None) -> list[str]:
-    """The absl flags parser of every entry point (``app.run(..., flags_parser=...)``).
-
-    Parses ``argv`` into ``absl.flags.FLAGS``, then runs ``check(rest)`` (the command's own
-    checks of what was parsed). An error of either is the one line ``problem(error, argv)``
-    on stderr and exit code 2 (re-raised where ``problem`` gives None). Library logging stays
-    at WARNING unless ``--verbosity`` is given.
-
-    Returns:
-      The arguments absl left (the program name first).
-    """
-    from absl import flags, logging
-
-    try:
-        rest = flags.FLAGS(argv)
-        if check is not None:
-            check(rest)
-    except SystemExit as e:  # absl ends --help / --helpfull with exit code 1: asked for, 0
-        if e.code == 1 and any(a.split("=")[0] in HELP_FLAGS for a in argv[1:]):
-            sys.exit(EXIT_OK)
-        raise
-    except Exception as e:  # noqa: BLE001 - ``problem`` says which are bad input
-        line = problem(e, argv)
-        if line is None:
-            raise
-        print(line, file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
-    if not flags.FLAGS["verbosity"].present:  # library INFO chatter only when asked for
-        logging.set_verbosity(logging.WARNING)
-    return rest

@@ -1,37 +1,11 @@
-"""Command-line parsing shared by the argparse commands (the launcher, the benchmarks), and
-the checks of output paths every command runs before doing work."""
+"""The checks of output paths every command runs before doing work: what keeps a path from
+being written (a file in the way, a missing or read-only directory), in one line. Creates
+nothing; imports nothing, so a command checks its paths before any library loads."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
-
-from runtime.command import single_line
-
-
-def doc_summary(doc: str) -> str:
-    """The first paragraph of a module docstring as one line: its summary sentence, whole
-    however many lines it takes (a command's ``--help`` description)."""
-    return " ".join(doc.strip().split("\n\n", 1)[0].split())
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, ``<error_prefix><message>``, exit code 2
-    (argparse's own print a usage block first)."""
-
-    def __init__(self, *args, error_prefix: str = "config error: ", **kwargs):
-        super().__init__(*args, **kwargs)
-        self.error_prefix = error_prefix
-
-    def error(self, message):
-        self.exit(2, f"{self.error_prefix}{message}\n")
-
-    def exit(self, status=0, message=None):
-        """argparse's, with a message kept to one line (``runtime.command.single_line``)."""
-        if message:
-            message = single_line(message.rstrip("\n")) + "\n"
-        super().exit(status, message)
 
 
 def file_in_the_way(path: str) -> str | None:

@@ -1,0 +1,81 @@
+"""The flags of the training commands (``anakin.main``, ``sebulba.main``): ``--config``,
+``--workdir``, ``--fresh``, parsed before JAX starts; a bad config is one ``config error:``
+line (``runtime.config_problems``) and exit 2 (``runtime.flag_parser``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from absl import flags
+from ml_collections import config_flags
+
+from runtime import flag_parser
+from runtime.config_problems import config_problem
+from runtime.xla_flags import apply_xla_cpu_flags
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainFlags:
+    """The flags of a training command (``define_flags``).
+
+    Attributes:
+      config, workdir, fresh: absl flag holders of ``--config``, ``--workdir``, ``--fresh``.
+      default_config: the config file when the command line names none.
+      mode: ``"anakin"`` or ``"sebulba"`` (its automatic CPU thread count, ``cpu_threads_for``).
+    """
+
+    config: Any
+    workdir: Any
+    fresh: Any
+    default_config: str
+    mode: str
+
+    def parse(self, argv):
+        """absl flags parser for ``app.run``: ``parse_flags`` of ``argv`` with
+        ``--config=<default_config>`` in front when ``argv`` names no config file."""
+        if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
+            argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
+        return parse_flags(argv, self.mode)
+
+
+def define_flags(config: str, workdir: str, mode: str) -> TrainFlags:
+    """Defines ``--config`` (default file ``config``), ``--workdir`` (default ``workdir``)
+    and ``--fresh``; the entry point adopts them as its key flags for ``--help`` to list
+    them (``flags.adopt_module_key_flags(runtime.train_flags)``) and parses with ``.parse``.
+
+    ``--config`` has no default of its own: ml_collections loads a default file, applying
+    the command line's ``--config.<field>`` overrides, when the flag is defined, at import,
+    where an unknown field would be a traceback instead of ``parse_flags``' one line.
+    """
+    holders = (
+        config_flags.DEFINE_config_file(
+            "config", None, "Config file, a Python file with get_config(); override its "
+            "fields with --config.<field>=<value>."),
+        flags.DEFINE_string(
+            "workdir", workdir, "Run directory (config.json, metrics.jsonl, checkpoints/); a "
+            "run there is resumed from its newest checkpoint."),
+        flags.DEFINE_bool(
+            "fresh", False, "Start over: move the previous run in --workdir aside (to "
+            "previous-<time>/) instead of resuming from its checkpoint."),
+    )
+    flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
+    return TrainFlags(*holders, default_config=config, mode=mode)
+
+
+def parse_flags(argv, mode: str | None = None):
+    """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
+    unknown field) becomes one ``config error: <field>: ...`` line and exit code 2. Library
+    logging stays at WARNING unless ``--verbosity`` is given. ``mode``: the training
+    command's architecture (``apply_xla_cpu_flags``)."""
+    return flag_parser.parse_flags(argv, config_problem, lambda rest: _check_config(mode))
+
+
+def _check_config(mode: str | None) -> None:
+    """A config that failed to load raises here; its XLA CPU flags and thread count go in
+    before JAX starts."""
+    config = flags.FLAGS["config"].value
+    config.to_dict()
+    apply_xla_cpu_flags(config, mode)

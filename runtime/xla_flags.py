@@ -1,0 +1,85 @@
+"""The config fields that are XLA runtime settings: flags in ``XLA_FLAGS`` and the CPU
+thread count in ``PJRT_NPROC``, both read when JAX starts its backends, so a command applies
+them first (``apply_xla_cpu_flags``)."""
+
+from __future__ import annotations
+
+import os
+
+from runtime import launch, sweep
+
+# Config fields that are XLA runtime flags, read when JAX starts its backends: field ->
+# (flag, its value for the field's value); a flag already in XLA_FLAGS wins.
+XLA_FLAG_FIELDS = {
+    "xla_cpu_multi_thread_eigen": lambda v: f"--xla_cpu_multi_thread_eigen={str(v).lower()}",
+    # Off (the default here; XLA's is on): that scheduler orders an unrolled update so that
+    # every gradient step's buffers are live at once (runtime.memory.live_steps).
+    "xla_cpu_concurrency_scheduler":
+        lambda v: f"--xla_cpu_enable_concurrency_optimized_scheduler={str(v).lower()}",
+    # Deterministic GPU ops (scatters, reductions) where XLA has them; no effect on CPU,
+    # whose ops are deterministic already.
+    "deterministic": lambda v: "--xla_gpu_deterministic_ops=true" if v else None,
+}
+
+
+def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
+    """Adds the config's XLA runtime flags (``XLA_FLAG_FIELDS``: the CPU thread pool, GPU
+    determinism) to ``XLA_FLAGS`` and its CPU intra-op thread count (``cpu_threads_for``)
+    to ``PJRT_NPROC``, both read when JAX starts its backends, so call this first; a flag
+    or ``PJRT_NPROC`` already in the environment wins. ``mode``: ``"anakin"``,
+    ``"sebulba"`` or None (evaluation, benchmarks: no automatic thread count)."""
+    for field, flag_of in XLA_FLAG_FIELDS.items():
+        value = config.get(field)
+        flag = flag_of(value) if isinstance(value, bool) else None
+        current = os.environ.get("XLA_FLAGS", "")
+        if flag is not None and flag.split("=")[0] not in current:
+            os.environ["XLA_FLAGS"] = f"{current} {flag}".strip()
+    threads = cpu_threads_for(config, mode)
+    if threads and THREADS_VARIABLE not in os.environ:
+        os.environ[THREADS_VARIABLE] = str(threads)
+
+
+# XLA's CPU client sizes its intra-op thread pool from this variable when it starts (else
+# one thread per core it may run on).
+THREADS_VARIABLE = "PJRT_NPROC"
+# Automatic ``cpu_threads``: one intra-op thread for an Anakin update of at most this many
+# env steps (all agents) on one device. Measured with configs/cartpole_ppo.py's network on
+# a 2-core CPU host (docs/running.md, "CPU threads"): at 4 envs x 128 steps 1.31x the steps/s for
+# 0.57x the CPU seconds; one thread against two: 1.13x at 8 envs, 0.94x at 16.
+SMALL_UPDATE_ENV_STEPS = 1024
+
+
+def cpu_threads_for(config, mode: str | None) -> int | None:
+    """XLA CPU intra-op threads for a run: ``config.cpu_threads`` where > 0; for 0 (auto)
+    1 when ``mode`` is ``"anakin"``, the run computes on one local device and one update
+    takes at most ``SMALL_UPDATE_ENV_STEPS`` env steps over all its agents (such an update
+    is a chain of small ops, for which a second pool thread costs more in hand-offs between
+    cores than it computes), else None: XLA's default, one per core. Thread counts do not
+    change results (CPU dots gave equal bits at 1 and 2 threads; docs/design.md, "Anakin
+    calls").
+    Values validation would refuse give None (it reports them before anything compiles).
+    """
+    value = config.get("cpu_threads", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None
+    if value > 0:
+        return value
+    if mode != "anakin" or _local_devices(config) != 1:
+        return None
+    try:
+        steps = config.num_envs * config.num_steps * sweep.num_agents(config)
+    except (TypeError, AttributeError, KeyError):  # refused by validation later
+        return None
+    return 1 if isinstance(steps, int) and 0 < steps <= SMALL_UPDATE_ENV_STEPS else None
+
+
+def _local_devices(config) -> int | None:
+    """Devices this process computes on, as far as known before JAX starts: the config's
+    ``num_devices`` where set, else the host platform's device count from ``XLA_FLAGS``
+    (1 without the flag); None when the config gives no integer."""
+    value = config.get("num_devices", 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if value > 0:
+        return value
+    return launch.fake_devices(os.environ.get("XLA_FLAGS", "")) or 1
