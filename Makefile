@@ -55,8 +55,10 @@ ablate: $(STAMP)
 	$(PY) -m benchmarks.ablate --suite=architectures --seeds=3 --out=runs/ablate/architectures
 	$(PY) -m benchmarks.ablate --suite=pipelines --seeds=1 --out=runs/ablate/pipelines
 
+# ruff over the tree, then pyright over rlcore ([tool.pyright] in pyproject.toml).
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(PY)
 
 # The manual (mkdocs.yml, docs/) into site/; open site/index.html. The default test tier
 # builds it too (tests/test_docs.py), so `make test` fails on a broken page.

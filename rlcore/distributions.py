@@ -41,6 +41,17 @@ from rlcore.types import EnvSpec
 LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _take_action(log_p: jax.Array, action: jax.Array) -> jax.Array:
+    """``log_p[..., action]``: ``[*S]`` of log-probabilities ``[*S, A]`` and int ``action
+    [*S]``."""
+    return jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0]
+
+
+def _entropy(log_p: jax.Array) -> jax.Array:
+    """``-sum_a p(a) log p(a)``: ``[*S]`` of log-probabilities ``[*S, A]``."""
+    return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+
+
 @struct.dataclass
 class Categorical:
     """A categorical distribution over ``A`` actions per row.
@@ -94,21 +105,17 @@ class Categorical:
 
     def log_prob(self, action: jax.Array) -> jax.Array:
         """``log pi(action)`` ``[*S]`` of int ``action [*S]``."""
-        log_p = jax.nn.log_softmax(self.logits)
-        return jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0]
+        return _take_action(jax.nn.log_softmax(self.logits), action)
 
     def entropy(self) -> jax.Array:
         """``-sum_a pi(a) log pi(a)``: ``[*S]``."""
-        return self.log_prob_entropy(None)[1]
+        return _entropy(jax.nn.log_softmax(self.logits))
 
-    def log_prob_entropy(self, action: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+    def log_prob_entropy(self, action: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(log_prob(action), entropy())`` from one ``log_softmax`` (what the losses
-        differentiate: one node, so the gradient sums its two uses in one fixed order);
-        ``action`` None: log-prob None."""
+        differentiate: one node, so the gradient sums its two uses in one fixed order)."""
         log_p = jax.nn.log_softmax(self.logits)
-        log_pa = (None if action is None else
-                  jnp.take_along_axis(log_p, action[..., None], axis=-1)[..., 0])
-        return log_pa, -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+        return _take_action(log_p, action), _entropy(log_p)
 
     def mode(self) -> jax.Array:
         """The most probable action, int32 ``[*S]`` (argmax; the lowest index on ties)."""

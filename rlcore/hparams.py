@@ -61,7 +61,8 @@ class HParams:
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``:
         e.g. one agent's traced swept values over the run's constants."""
-        return self.replace(**{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
+        return dataclasses.replace(
+            self, **{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
 
 
 def gradient_steps(num_epochs: int, num_minibatches: int) -> int:

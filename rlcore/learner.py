@@ -19,7 +19,7 @@ depend on how many devices hold it:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -28,11 +28,30 @@ import optax
 from rlcore.algorithms import Algorithm, make_algorithm
 from rlcore.algorithms.base import SAMPLES, SEQUENCES, SUM, minibatch_kind
 from rlcore.hparams import HParams
+from rlcore.losses import LossMetrics
 from rlcore.networks import NO_CORE, init_params
-from rlcore.types import LearnerState, Trajectory
+from rlcore.types import (
+    ApplyFn,
+    Array,
+    EnvSpec,
+    LearnerState,
+    Network,
+    Observe,
+    Params,
+    PRNGKey,
+    Trajectory,
+)
+
+# The carry of the gradient-step loop, ``(params, opt_state)``.
+OptCarry = tuple[Params, optax.OptState]
+# One optimizer step on one minibatch: ``(carry, minibatch) -> (carry, LossMetrics)``.
+GradientStep = Callable[[OptCarry, Any], tuple[OptCarry, LossMetrics]]
+# The update: ``(state, trajectory [T, B_local], key) -> (state, LossMetrics)``.
+UpdateFn = Callable[[LearnerState, Trajectory, PRNGKey], tuple[LearnerState, LossMetrics]]
 
 
-def init_learner_state(network, optimizer, key, spec) -> LearnerState:
+def init_learner_state(network: Network, optimizer: optax.GradientTransformation,
+                       key: PRNGKey, spec: EnvSpec) -> LearnerState:
     """Fresh params (``network.init`` on one dummy observation of ``spec``, see
     ``rlcore.networks.init_params``), optimizer state and update counter 0. Jit it with the
     sharding the caller wants."""
@@ -40,8 +59,8 @@ def init_learner_state(network, optimizer, key, spec) -> LearnerState:
     return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0))
 
 
-def block_permutations(key, num_local_envs, num_minibatches, num_epochs, size,
-                       axis_name=None):
+def block_permutations(key: PRNGKey, num_local_envs: int, num_minibatches: int,
+                       num_epochs: int, size: int, axis_name: str | None = None) -> Array:
     """A permutation of ``size`` items for every (epoch, global block) of this device.
 
     The global env axis is cut into blocks of ``num_minibatches`` envs; block ``g`` of epoch
@@ -55,7 +74,7 @@ def block_permutations(key, num_local_envs, num_minibatches, num_epochs, size,
     first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
     block_ids = first_block + jnp.arange(blocks)
 
-    def epoch_perms(epoch):
+    def epoch_perms(epoch: Array) -> Array:
         epoch_key = jax.random.fold_in(key, epoch)
         return jax.vmap(
             lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), size))(block_ids)
@@ -63,7 +82,8 @@ def block_permutations(key, num_local_envs, num_minibatches, num_epochs, size,
     return jax.vmap(epoch_perms)(jnp.arange(num_epochs)).astype(jnp.int32)
 
 
-def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_name=None):
+def minibatch_indices(key: PRNGKey, num_local_envs: int, num_minibatches: int, num_epochs: int,
+                      axis_name: str | None = None) -> Array:
     """Local env indices of every minibatch of every epoch (stratified, device-count free):
     each (epoch, block) permutes its ``num_minibatches`` envs; minibatch ``m`` takes the
     ``m``-th env of every permuted block.
@@ -85,8 +105,9 @@ def minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_nam
     return local.transpose((0, 2, 1)).reshape((num_epochs * m, blocks))  # [E * M, blocks]
 
 
-def sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches, num_epochs,
-                             axis_name=None):
+def sample_minibatch_indices(key: PRNGKey, num_steps: int, num_local_envs: int,
+                             num_minibatches: int, num_epochs: int,
+                             axis_name: str | None = None) -> tuple[Array, Array]:
     """(step, env) indices of every minibatch of every epoch, for minibatches of single
     samples (device-count free, like ``minibatch_indices``).
 
@@ -137,9 +158,9 @@ def micro_count(microbatches: int) -> int:
     return microbatches
 
 
-def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
+def make_gradient_step(algorithm: Algorithm, apply_fn: ApplyFn,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None,
-                       microbatches: int = 1):
+                       microbatches: int = 1) -> GradientStep:
     """One optimizer step on one minibatch: ``((params, opt_state), batch) -> ((params,
     opt_state), LossMetrics)``; gradients and metrics averaged over ``axis_name``.
 
@@ -150,13 +171,13 @@ def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
     grad_fn = jax.value_and_grad(
         lambda params, batch: algorithm.loss(params, apply_fn, batch, axis_name), has_aux=True)
 
-    def gradient(params, batch):
+    def gradient(params: Params, batch: Any) -> tuple[LossMetrics, Params]:
         if microbatches > 1:
             return micro_gradient(algorithm, apply_fn, params, batch, microbatches, axis_name)
         (_, metrics), grads = grad_fn(params, batch)
         return metrics, grads
 
-    def gradient_step(carry, batch):
+    def gradient_step(carry: OptCarry, batch: Any) -> tuple[OptCarry, LossMetrics]:
         params, opt_state = carry
         if axis_name is not None:
             # Differentiate per-device copies: under shard_map's replication typing the
@@ -174,8 +195,9 @@ def make_gradient_step(algorithm: Algorithm, apply_fn: Callable,
     return gradient_step
 
 
-def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, microbatches: int,
-                   axis_name: str | None = None):
+def micro_gradient(algorithm: Algorithm, apply_fn: ApplyFn, params: Params, batch: Any,
+                   microbatches: int,
+                   axis_name: str | None = None) -> tuple[LossMetrics, Params]:
     """``(LossMetrics, grads)`` of ``algorithm``'s loss on ``batch``, accumulated over
     ``microbatches`` equal chunks of its envs in a rolled ``lax.scan``.
 
@@ -199,7 +221,7 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
     grad_fn = jax.value_and_grad(
         lambda p, chunk: chunk_algorithm.loss(p, apply_fn, chunk, axis_name), has_aux=True)
 
-    def chunk_step(acc, idx):
+    def chunk_step(acc: Params, idx: Array) -> tuple[Params, LossMetrics]:
         (_, metrics), grads = grad_fn(params, ready.take_envs(idx))
         return jax.tree.map(jnp.add, acc, grads), metrics
 
@@ -212,9 +234,34 @@ def micro_gradient(algorithm: Algorithm, apply_fn: Callable, params, batch, micr
     return metrics, jax.tree.map(lambda g: g / microbatches, grads)
 
 
+def minibatch_schedule(
+    key: PRNGKey, num_steps: int, num_local_envs: int, *, minibatch: str, num_minibatches: int,
+    num_epochs: int, axis_name: str | None = None,
+) -> tuple[Array | tuple[Array, Array], Callable[[Any, Any], Any]]:
+    """Every minibatch of every epoch of one update: ``(idx, take)``, the index arrays the
+    gradient-step loop scans over (leading axis ``num_epochs * num_minibatches``) and
+    ``take(data, idx_k)``, minibatch ``k`` of the prepared record ``data`` ``[T, B_local,
+    ...]``.
+
+    Args:
+      key: the update's PRNG key, identical on every device.
+      num_steps: rollout length T.
+      num_local_envs: envs this device holds.
+      minibatch: ``SEQUENCES`` (``minibatch_indices``, ``data.take_envs``) or ``SAMPLES``
+        (``sample_minibatch_indices``, ``data.take_samples``).
+      num_minibatches, num_epochs, axis_name: as ``make_update_fn``.
+    """
+    if minibatch == SAMPLES:
+        idx = sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches,
+                                       num_epochs, axis_name)
+        return idx, lambda data, mb_idx: data.take_samples(*mb_idx)
+    idx = minibatch_indices(key, num_local_envs, num_minibatches, num_epochs, axis_name)
+    return idx, lambda data, mb_idx: data.take_envs(mb_idx)
+
+
 def make_update_fn(
     algorithm: Algorithm,
-    apply_fn: Callable,
+    apply_fn: ApplyFn,
     optimizer: optax.GradientTransformation,
     *,
     num_epochs: int,
@@ -223,9 +270,10 @@ def make_update_fn(
     axis_name: str | None = None,
     unroll: int | bool = 1,
     microbatches: int = 1,
-    observe: Callable | None = None,
-):
-    """Builds the update shared by Anakin and Sebulba and every algorithm.
+    observe: Observe | None = None,
+) -> UpdateFn:
+    """Builds the update shared by Anakin and Sebulba and every algorithm: ``prepare``, the
+    gradient steps of ``minibatch_schedule`` in one ``lax.scan``, then ``observe``.
 
     Args:
       algorithm: an ``rlcore.algorithms`` object (``prepare`` and ``loss``).
@@ -251,24 +299,18 @@ def make_update_fn(
     """
     gradient_step = make_gradient_step(algorithm, apply_fn, optimizer, axis_name, microbatches)
 
-    def update(state: LearnerState, trajectory: Trajectory, key):
+    def update(state: LearnerState, trajectory: Trajectory,
+               key: PRNGKey) -> tuple[LearnerState, LossMetrics]:
         data = algorithm.prepare(state.params, apply_fn, trajectory)
-        num_steps, num_local_envs = trajectory.reward.shape
-        if minibatch == SAMPLES:
-            idx = sample_minibatch_indices(key, num_steps, num_local_envs, num_minibatches,
-                                           num_epochs, axis_name)
-            take = lambda mb_idx: data.take_samples(*mb_idx)
-        else:
-            idx = minibatch_indices(key, num_local_envs, num_minibatches, num_epochs,
-                                    axis_name)
-            take = data.take_envs
+        idx, take = minibatch_schedule(key, *trajectory.reward.shape, minibatch=minibatch,
+                                       num_minibatches=num_minibatches, num_epochs=num_epochs,
+                                       axis_name=axis_name)  # reward [T, B_local]
 
-        def step(carry, mb_idx):
-            return gradient_step(carry, take(mb_idx))
+        def step(carry: OptCarry, mb_idx: Any) -> tuple[OptCarry, LossMetrics]:
+            return gradient_step(carry, take(data, mb_idx))
 
-        (params, opt_state), metrics = jax.lax.scan(
-            step, (state.params, state.opt_state), idx, unroll=unroll
-        )
+        (params, opt_state), metrics = jax.lax.scan(step, (state.params, state.opt_state), idx,
+                                                    unroll=unroll)
         metrics = jax.tree.map(jnp.mean, metrics)
         if observe is not None:
             params = observe(params, trajectory, axis_name)
@@ -278,9 +320,9 @@ def make_update_fn(
     return update
 
 
-def make_update_fn_for(hp: HParams, apply_fn: Callable,
+def make_update_fn_for(hp: HParams, apply_fn: ApplyFn,
                        optimizer: optax.GradientTransformation, axis_name: str | None = None,
-                       observe: Callable | None = None):
+                       observe: Observe | None = None) -> UpdateFn:
     """``make_update_fn`` with the algorithm, epochs, minibatches (their kind:
     ``hp.minibatch_kind``, ``"auto"`` for the algorithm's own; sequences for a recurrent
     agent), unroll and micro-batches of ``hp``; ``observe`` as there."""

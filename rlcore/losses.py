@@ -12,14 +12,26 @@ and the losses re-run the core over each whole sequence from the stored start st
 
 from __future__ import annotations
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from rlcore import returns
+from rlcore.distributions import Distribution
 from rlcore.networks import unroll_network
-from rlcore.types import CoreState, Trajectory, map_env_axis, take_samples
+from rlcore.types import (
+    ApplyFn,
+    Array,
+    CoreState,
+    Params,
+    Scalar,
+    Trajectory,
+    map_env_axis,
+    take_samples,
+)
 
 
 @struct.dataclass
@@ -48,11 +60,11 @@ class PPOBatch:
     core_state: CoreState | None = None
     first: jax.Array | None = None
 
-    def take_envs(self, idx) -> "PPOBatch":
+    def take_envs(self, idx: Array) -> "PPOBatch":
         """The envs ``idx [b]``: leaves ``[T, b, ...]``, ``core_state`` ``[b, H]``."""
         return map_env_axis(self, lambda x, axis: jnp.take(x, idx, axis=axis), ("core_state",))
 
-    def take_samples(self, steps, envs) -> "PPOBatch":
+    def take_samples(self, steps: Array, envs: Array) -> "PPOBatch":
         """Single samples: step ``steps[i, j]`` of env ``envs[i, j]`` (both ``[T, b]``) at
         ``[i, j]`` of every leaf (``[T, b, ...]``; the first axis is then no longer time)."""
         return take_samples(self, steps, envs)
@@ -92,7 +104,9 @@ class LossMetrics:
         return {f"loss/{k}": float(v) for k, v in vars(self).items()}
 
     @classmethod
-    def combine(cls, policy, value, entropy, *, vf_coef, ent_coef, approx_kl, clip_frac):
+    def combine(cls, policy: Array, value: Array, entropy: Array, *, vf_coef: Scalar,
+                ent_coef: Scalar, approx_kl: Array,
+                clip_frac: Array) -> tuple[Array, "LossMetrics"]:
         """``(total, LossMetrics)`` with ``total = policy + vf_coef * value - ent_coef *
         entropy``, the actor-critic loss both algorithms differentiate."""
         total = policy + vf_coef * value - ent_coef * entropy
@@ -100,19 +114,16 @@ class LossMetrics:
                           approx_kl=approx_kl, clip_frac=clip_frac)
 
 
-def _flatten_time(x):
-    """``[T, b, ...] -> [T * b, ...]``."""
-    return x.reshape((-1,) + x.shape[2:])
-
-
-def _apply_time_major(params, apply_fn, obs, core_state=None, first=None):
+def _apply_time_major(params: Params, apply_fn: ApplyFn, obs: Array,
+                      core_state: CoreState | None = None,
+                      first: Array | None = None) -> tuple[Distribution, Array]:
     """Network on ``[T, b, *obs_shape]`` (a recurrent one from ``core_state [b, H]`` with
     episode starts ``first [T, b]``); returns the distribution (batch ``[T, b]``) and
     ``[T, b]`` values."""
     return unroll_network(apply_fn, params, obs, core_state, first)
 
 
-def with_bootstrap(trajectory: Trajectory):
+def with_bootstrap(trajectory: Trajectory) -> tuple[Array, Array | None]:
     """The rollout's observations with the bootstrap one, ``[T + 1, b, ...]``, and for a
     recurrent agent their episode starts ``[T + 1, b]`` (the bootstrap observation starts
     one where the last step ended one); None for feed-forward agents."""
@@ -123,7 +134,20 @@ def with_bootstrap(trajectory: Trajectory):
     return obs_all, jnp.concatenate([trajectory.first, done[None]], axis=0)
 
 
-def _log_probs(dist, behaviour_params, action):
+def _apply_with_bootstrap(params: Params, apply_fn: ApplyFn,
+                          trajectory: Trajectory) -> tuple[Distribution, Array, Array]:
+    """The network over the rollout's observations and the bootstrap one in one pass (a
+    recurrent core runs on into the bootstrap step): ``(dist [T, b], value_tm1 [T, b],
+    bootstrap_value [b])``."""
+    t = trajectory.reward.shape[0]
+    obs_all, first_all = with_bootstrap(trajectory)
+    dist_all, value_all = _apply_time_major(params, apply_fn, obs_all, trajectory.core_state,
+                                            first_all)
+    return jax.tree.map(lambda x: x[:t], dist_all), value_all[:t], value_all[t]
+
+
+def _log_probs(dist: Distribution, behaviour_params: Array,
+               action: Array) -> tuple[Array, Array, Array]:
     """``(log pi(a), log mu(a), H(pi))``, each ``[T, b]``: the current policy ``dist``, the
     behaviour policy of the same family rebuilt from ``behaviour_params [T, b, P]``."""
     old_log_pa = type(dist).from_params(behaviour_params).log_prob(action)
@@ -131,31 +155,32 @@ def _log_probs(dist, behaviour_params, action):
     return log_pa, old_log_pa, entropy
 
 
-def _mean(x, axis_name):
+def _mean(x: Array, axis_name: str | None) -> Array:
     """Mean over all elements, and over ``axis_name`` devices when given."""
     m = jnp.mean(x)
     return jax.lax.pmean(m, axis_name) if axis_name is not None else m
 
 
-def normalize(x, axis_name=None, eps=1e-8):
-    """Standardises ``x`` with mean and std over all of it, across ``axis_name`` devices."""
+def normalize(x: Array, axis_name: str | None = None, eps: float = 1e-8) -> Array:
+    """Standardises ``x`` (any shape, e.g. advantages ``[T, b]``) with mean and std over all
+    of it, across ``axis_name`` devices; same shape."""
     mean = _mean(x, axis_name)
     var = _mean(jnp.square(x - mean), axis_name)
     return (x - mean) / (jnp.sqrt(var) + eps)
 
 
 def ppo_loss(
-    params,
-    apply_fn,
+    params: Params,
+    apply_fn: ApplyFn,
     batch: PPOBatch,
     *,
-    clip_eps,
-    vf_coef,
-    ent_coef,
-    clip_vloss=False,
-    norm_adv=True,
-    axis_name=None,
-):
+    clip_eps: Scalar,
+    vf_coef: Scalar,
+    ent_coef: Scalar,
+    clip_vloss: bool = False,
+    norm_adv: bool = True,
+    axis_name: str | None = None,
+) -> tuple[Array, LossMetrics]:
     """Clipped-surrogate PPO loss (Schulman et al. 2017, arXiv 1707.06347).
 
     ``L = -mean(min(r A, clip(r, 1-eps, 1+eps) A)) + vf_coef * 0.5 * mean((V - G)^2)
@@ -203,31 +228,64 @@ def ppo_loss(
     )
 
 
+def global_sum(local_mean: Array, count: int, axis_name: str | None) -> Array:
+    """The sum over a minibatch split over ``axis_name`` devices, from this device's mean over
+    its ``count`` elements: the mean times the global count ``count * devices``, so the mean
+    of the devices' gradients is the gradient of the global sum whatever the device count.
+    (Cleanba sums per learner device and averages the devices' gradients; with one learner
+    device the two agree.)"""
+    devices = jax.lax.psum(1, axis_name) if axis_name is not None else 1
+    return local_mean * (count * devices)
+
+
+def _stopped_vtrace(trajectory: Trajectory, value_tm1: Array, bootstrap_value: Array,
+                    log_rhos: Array, *, discount: Scalar, lambda_: Scalar, clip_rho: Scalar,
+                    clip_pg_rho: Scalar) -> returns.VTraceOutput:
+    """V-trace of a minibatch (``returns.step_inputs``, then ``returns.vtrace``) on values and
+    log importance weights whose gradients are stopped: its targets and advantages are
+    constants of the loss.
+
+    Args:
+      trajectory: Trajectory ``[T, b, ...]`` (rewards, episode ends, ``final_value``).
+      value_tm1: ``[T, b]`` values of ``obs``.
+      bootstrap_value: ``[b]`` values of ``bootstrap_obs``.
+      log_rhos: ``[T, b]`` ``log pi(a|x) - log mu(a|x)``.
+      discount, lambda_, clip_rho, clip_pg_rho: as ``impala_loss``.
+
+    Returns:
+      VTraceOutput of ``[T, b]`` arrays.
+    """
+    inputs = returns.step_inputs(
+        trajectory.reward, trajectory.terminated, trajectory.truncated,
+        jax.lax.stop_gradient(value_tm1), jax.lax.stop_gradient(bootstrap_value), discount,
+        lambda_, trajectory.final_value)
+    return returns.vtrace(
+        jax.lax.stop_gradient(value_tm1), inputs.value_t, trajectory.reward, inputs.discount_t,
+        jax.lax.stop_gradient(log_rhos), inputs.lambda_, clip_rho, clip_pg_rho, cut=inputs.cut)
+
+
 def impala_loss(
-    params,
-    apply_fn,
+    params: Params,
+    apply_fn: ApplyFn,
     trajectory: Trajectory,
     *,
-    discount,
-    vf_coef,
-    ent_coef,
-    lambda_=1.0,
-    clip_rho=1.0,
-    clip_pg_rho=1.0,
-    axis_name=None,
-):
+    discount: Scalar,
+    vf_coef: Scalar,
+    ent_coef: Scalar,
+    lambda_: Scalar = 1.0,
+    clip_rho: Scalar = 1.0,
+    clip_pg_rho: Scalar = 1.0,
+    axis_name: str | None = None,
+) -> tuple[Array, LossMetrics]:
     """IMPALA actor-critic loss with V-trace targets (Espeholt et al. 2018, arXiv 1802.01561).
 
     ``L = -sum(stop_grad(pg_adv) * log pi(a|x)) + vf_coef * 0.5 * sum((stop_grad(vs) - V)^2)
-    - ent_coef * sum(H)``, the sums over the minibatch's steps and envs (over all
-    ``axis_name`` devices' envs: each device returns its mean times the global count ``N = T
-    * b * devices``, so the mean of the devices' gradients is the gradient of the global
-    sum, whatever the device count). The scale is the IMPALA authors', TorchBeast's and
-    Cleanba's (they sum over time and batch), for which their RMSProp eps 0.01 and gradient
-    clip 40 were tuned: published hyperparameters mean here what they mean there. (Cleanba
-    sums per learner device and averages the devices' gradients; with one learner device
-    the two agree.) Truncations cut the trace and bootstrap on the trajectory's
-    ``final_value`` where it has one (see ``returns.step_inputs``).
+    - ent_coef * sum(H)``, the sums over the minibatch's steps and envs, over all
+    ``axis_name`` devices' envs (``global_sum``). The scale is the IMPALA authors',
+    TorchBeast's and Cleanba's (they sum over time and batch), for which their RMSProp eps
+    0.01 and gradient clip 40 were tuned: published hyperparameters mean here what they mean
+    there. Truncations cut the trace and bootstrap on the trajectory's ``final_value`` where
+    it has one (see ``returns.step_inputs``).
 
     Args:
       params: network parameters.
@@ -249,35 +307,12 @@ def impala_loss(
     chex.assert_equal_shape([trajectory.reward, trajectory.terminated])
     chex.assert_equal_shape_prefix([trajectory.action, trajectory.reward], 2)
     t, b = trajectory.reward.shape
-    obs_all, first_all = with_bootstrap(trajectory)
-    dist_all, value_all = _apply_time_major(params, apply_fn, obs_all, trajectory.core_state,
-                                            first_all)
-    dist, value_tm1 = jax.tree.map(lambda x: x[:t], dist_all), value_all[:t]
+    dist, value_tm1, bootstrap_value = _apply_with_bootstrap(params, apply_fn, trajectory)
     log_pa, mu_log_pa, entropy = _log_probs(dist, trajectory.behaviour_logits,
                                             trajectory.action)
     log_rhos = log_pa - mu_log_pa
-
-    inputs = returns.step_inputs(
-        trajectory.reward,
-        trajectory.terminated,
-        trajectory.truncated,
-        jax.lax.stop_gradient(value_tm1),
-        jax.lax.stop_gradient(value_all[t]),
-        discount,
-        lambda_,
-        trajectory.final_value,
-    )
-    vt = returns.vtrace(
-        jax.lax.stop_gradient(value_tm1),
-        inputs.value_t,
-        trajectory.reward,
-        inputs.discount_t,
-        jax.lax.stop_gradient(log_rhos),
-        inputs.lambda_,
-        clip_rho,
-        clip_pg_rho,
-        cut=inputs.cut,
-    )
+    vt = _stopped_vtrace(trajectory, value_tm1, bootstrap_value, log_rhos, discount=discount,
+                         lambda_=lambda_, clip_rho=clip_rho, clip_pg_rho=clip_pg_rho)
     policy = -jnp.mean(jax.lax.stop_gradient(vt.pg_advantages) * log_pa)
     value_loss = 0.5 * jnp.mean(jnp.square(jax.lax.stop_gradient(vt.targets) - value_tm1))
     mean_total, metrics = LossMetrics.combine(
@@ -285,6 +320,5 @@ def impala_loss(
         approx_kl=jnp.mean(jnp.expm1(log_rhos) - log_rhos),
         clip_frac=jnp.mean((log_rhos > jnp.log(clip_rho) + CLIP_TOL).astype(jnp.float32)),
     )
-    devices = jax.lax.psum(1, axis_name) if axis_name is not None else 1
-    total = mean_total * (t * b * devices)  # the sum over the global minibatch
-    return total, metrics.replace(total=total)
+    total = global_sum(mean_total, t * b, axis_name)
+    return total, dataclasses.replace(metrics, total=total)

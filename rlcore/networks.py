@@ -40,15 +40,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlcore.distributions import Categorical, distribution_for
-from rlcore.types import CoreState, EnvSpec
+from rlcore.distributions import Categorical, Distribution, distribution_for
+from rlcore.types import ApplyFn, Array, CoreState, EnvSpec, Network, Params, PRNGKey
 
 
-def _ortho(scale):
+def _ortho(scale: float) -> nn.initializers.Initializer:
+    """Orthogonal initializer of gain ``scale``."""
     return nn.initializers.orthogonal(scale)
 
 
-def policy_head(module: nn.Module, h):
+def policy_head(module: Any, h: Array) -> Distribution:
     """The policy head of ``module`` (inside its compact call; it has ``num_actions`` and
     ``distribution``): dense ``policy`` on ``h [N, F]``, orthogonal init 0.01, made into
     the distribution (batch ``[N]``)."""
@@ -63,7 +64,7 @@ class _Heads(nn.Module):
     distribution: Any = Categorical  # a class of rlcore.distributions
 
     @nn.compact
-    def __call__(self, h):
+    def __call__(self, h: Array) -> tuple[Distribution, Array]:
         dist = policy_head(self, h)
         value = nn.Dense(1, kernel_init=_ortho(1.0), name="value")(h)
         return dist, value[..., 0]
@@ -79,7 +80,7 @@ class MLPActorCritic(nn.Module):
     takes_frames: ClassVar[bool] = False  # any observation shape, flattened
 
     @nn.compact
-    def __call__(self, obs):
+    def __call__(self, obs: Array) -> tuple[Distribution, Array] | Array:
         x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
         a, v = x, x
         for i, width in enumerate(self.hidden):
@@ -94,12 +95,12 @@ class MLPActorCritic(nn.Module):
         return dist, value[..., 0]
 
 
-def _frames_nhwc(obs):
+def _frames_nhwc(obs: Array) -> Array:
     """uint8 ``[N, C, H, W]`` -> float32 ``[N, H, W, C]`` in [0, 1]."""
     return jnp.transpose(obs.astype(jnp.float32) / 255.0, (0, 2, 3, 1))
 
 
-def patches(x, kh: int, kw: int, stride: int = 1):
+def patches(x: Array, kh: int, kw: int, stride: int = 1) -> Array:
     """Every ``kh x kw`` window of ``x`` at ``stride`` (VALID), as channels.
 
     Args:
@@ -155,7 +156,7 @@ class Conv(nn.Module):
     form: str = "xla"  # one of CONV_FORMS
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: Array) -> Array:
         kh, kw = self.kernel_size
         kernel = self.param("kernel", self.kernel_init, (kh, kw, x.shape[-1], self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
@@ -175,8 +176,18 @@ class Conv(nn.Module):
         return cols @ kernel.reshape(-1, self.features) + bias
 
 
-class NatureCNN(nn.Module):
-    """Nature DQN torso with actor-critic heads. ``obs uint8 [N, C, H, W]``."""
+def dense_and_heads(module: Any, x: Array, width: int) -> tuple[Distribution, Array] | Array:
+    """The end of a conv torso, inside ``module``'s compact call (it has ``num_actions``,
+    ``distribution`` and ``heads``): ``x [N, ...]`` flattened, a dense ReLU layer of
+    ``width`` (orthogonal init sqrt 2), then the policy and value heads (``dist [N]``,
+    ``value [N]``), or with ``heads`` False the features ``[N, width]``."""
+    x = x.reshape((x.shape[0], -1))
+    x = nn.relu(nn.Dense(width, kernel_init=_ortho(np.sqrt(2)))(x))
+    return _Heads(module.num_actions, module.distribution)(x) if module.heads else x
+
+
+class _FrameNet(nn.Module):
+    """The fields of the networks on uint8 frame stacks ``obs [N, C, H, W]``."""
 
     num_actions: int
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
@@ -184,15 +195,17 @@ class NatureCNN(nn.Module):
     distribution: Any = Categorical  # a class of rlcore.distributions
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
+
+class NatureCNN(_FrameNet):
+    """Nature DQN torso with actor-critic heads. ``obs uint8 [N, C, H, W]``."""
+
     @nn.compact
-    def __call__(self, obs):
+    def __call__(self, obs: Array) -> tuple[Distribution, Array] | Array:
         x = _frames_nhwc(obs)
         for i, (feat, k, s) in enumerate(((32, 8, 4), (64, 4, 2), (64, 3, 1))):
             x = nn.relu(Conv(feat, (k, k), s, kernel_init=_ortho(np.sqrt(2)),
                              form=self.conv_form, name=f"Conv_{i}")(x))
-        x = x.reshape((x.shape[0], -1))
-        x = nn.relu(nn.Dense(512, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
+        return dense_and_heads(self, x, 512)
 
 
 class _ResidualBlock(nn.Module):
@@ -200,7 +213,7 @@ class _ResidualBlock(nn.Module):
     conv_form: str = "xla"
 
     @nn.compact
-    def __call__(self, x):
+    def __call__(self, x: Array) -> Array:
         conv = lambda i: Conv(self.channels, (3, 3), padding="SAME", form=self.conv_form,
                               name=f"Conv_{i}")
         y = conv(0)(nn.relu(x))
@@ -208,28 +221,21 @@ class _ResidualBlock(nn.Module):
         return x + y
 
 
-class ImpalaResNet(nn.Module):
+class ImpalaResNet(_FrameNet):
     """IMPALA ResNet torso (16/32/32) with actor-critic heads. ``obs uint8 [N, C, H, W]``."""
 
-    num_actions: int
     channels: Sequence[int] = (16, 32, 32)
     dense: int = 256
-    heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
-    conv_form: str = "xla"  # Conv.form
-    distribution: Any = Categorical  # a class of rlcore.distributions
-    takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
     @nn.compact
-    def __call__(self, obs):
+    def __call__(self, obs: Array) -> tuple[Distribution, Array] | Array:
         x = _frames_nhwc(obs)
         for i, ch in enumerate(self.channels):
             x = Conv(ch, (3, 3), padding="SAME", form=self.conv_form, name=f"Conv_{i}")(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
             x = _ResidualBlock(ch, self.conv_form, name=f"_ResidualBlock_{2 * i}")(x)
             x = _ResidualBlock(ch, self.conv_form, name=f"_ResidualBlock_{2 * i + 1}")(x)
-        x = nn.relu(x).reshape((x.shape[0], -1))
-        x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
+        return dense_and_heads(self, nn.relu(x), self.dense)
 
 
 class MinAtarCNN(nn.Module):
@@ -244,15 +250,13 @@ class MinAtarCNN(nn.Module):
     obs_ndim: ClassVar[int] = 3  # [H, W, C] grids (gymnax MinAtar layout)
 
     @nn.compact
-    def __call__(self, obs):
+    def __call__(self, obs: Array) -> tuple[Distribution, Array] | Array:
         x = patches(obs.astype(jnp.float32), 3, 3)  # [N, H-2, W-2, 9C]
         # The 3x3 VALID conv as a dense layer over the patches (Conv's GEMM form, its kernel
         # kept flat [9C, F] as in the first checkpoints). XLA on CPU runs this 16-channel
         # conv (and its gradient) inside the rollout and update loops far slower.
         x = nn.relu(nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x))
-        x = x.reshape((x.shape[0], -1))
-        x = nn.relu(nn.Dense(self.dense, kernel_init=_ortho(np.sqrt(2)))(x))
-        return _Heads(self.num_actions, self.distribution)(x) if self.heads else x
+        return dense_and_heads(self, x, self.dense)
 
 
 # name -> module class; the config's ``network`` choices.
@@ -275,7 +279,7 @@ class _ResetCell(nn.Module):
     hidden_size: int
 
     @nn.compact
-    def __call__(self, core: CoreState, x, first):
+    def __call__(self, core: CoreState, x: Array, first: Array) -> tuple[CoreState, Array]:
         core = jax.tree.map(lambda s: jnp.where(first[:, None], jnp.zeros_like(s), s), core)
         if self.cell == "lstm":
             (c, h), y = nn.OptimizedLSTMCell(self.hidden_size, name="lstm")((core.c, core.h), x)
@@ -308,7 +312,8 @@ class RecurrentActorCritic(nn.Module):
     distribution: Any = Categorical
 
     @nn.compact
-    def __call__(self, obs, core: CoreState, first):
+    def __call__(self, obs: Array, core: CoreState,
+                 first: Array) -> tuple[Distribution, Array, CoreState]:
         t, n = obs.shape[:2]
         x = self.torso(obs.reshape((t * n,) + obs.shape[2:]))
         scan = nn.scan(_ResetCell, variable_broadcast="params", split_rngs={"params": False})
@@ -324,7 +329,7 @@ class RecurrentActorCritic(nn.Module):
         return CoreState(h=zeros, c=zeros if self.cell == "lstm" else None)
 
 
-def _split_rows(tree, t: int, n: int):
+def _split_rows(tree: Any, t: int, n: int) -> Any:
     """Leaves ``[t * n, ...] -> [t, n, ...]`` (a distribution or an array)."""
     return jax.tree.map(lambda x: x.reshape((t, n) + x.shape[1:]), tree)
 
@@ -343,15 +348,14 @@ def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
                                 hidden_size=hidden_size, distribution=dist)
 
 
-def initial_core(network: nn.Module, n: int) -> CoreState | None:
+def initial_core(network: Network, n: int) -> CoreState | None:
     """The core state a recurrent ``network`` starts ``n`` envs from (zeros ``[n, H]``);
     None for a feed-forward one."""
-    if isinstance(network, RecurrentActorCritic) or hasattr(network, "net"):  # (Normalized)
-        return network.initial_core(n)
-    return None
+    initial = getattr(network, "initial_core", None)  # RecurrentActorCritic, Normalized
+    return None if initial is None else initial(n)
 
 
-def init_params(network: nn.Module, key, spec: EnvSpec):
+def init_params(network: Network, key: PRNGKey, spec: EnvSpec) -> Params:
     """``network.init`` on one dummy observation of ``spec`` (a sequence of one step for a
     recurrent network)."""
     dummy = jnp.zeros((1,) + tuple(spec.obs_shape), jnp.dtype(spec.obs_dtype))
@@ -361,7 +365,8 @@ def init_params(network: nn.Module, key, spec: EnvSpec):
     return network.init(key, dummy[None], core, jnp.ones((1, 1), bool))
 
 
-def step_network(apply_fn: Callable, params, obs, core: CoreState | None, first):
+def step_network(apply_fn: ApplyFn, params: Params, obs: Array, core: CoreState | None,
+                 first: Array | None) -> tuple[Distribution, Array, CoreState | None]:
     """One acting step of a feed-forward (``core`` None) or recurrent network.
 
     Args:
@@ -377,11 +382,14 @@ def step_network(apply_fn: Callable, params, obs, core: CoreState | None, first)
     if core is None:
         dist, value = apply_fn(params, obs)
         return dist, value, None
+    if first is None:
+        raise ValueError("step_network: a recurrent step needs its episode starts, first")
     dist, value, core = apply_fn(params, obs[None], core, first[None])
     return jax.tree.map(lambda x: x[0], dist), value[0], core
 
 
-def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreState | None):
+def final_values(apply_fn: ApplyFn, params: Params, final_obs: Array, truncated: Array,
+                 core: CoreState | None) -> Array:
     """Values of the episodes' final observations where ``truncated``, 0 elsewhere: the
     ``Trajectory.final_value`` of one step (``rlcore.returns.step_inputs``).
 
@@ -414,7 +422,7 @@ def final_values(apply_fn: Callable, params, final_obs, truncated, core: CoreSta
 ROW_BLOCK = 16
 
 
-def row_stable(fn: Callable) -> Callable:
+def row_stable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn(params, *rows)`` computed so that each row's result does not depend on how many
     rows come with it: the row arguments (pytrees of ``[N, ...]`` leaves, None allowed) are
     padded with zeros to a multiple of ``ROW_BLOCK`` rows, fenced by optimisation barriers
@@ -432,7 +440,7 @@ def row_stable(fn: Callable) -> Callable:
     16).
     """
 
-    def wrapped(params, *rows):
+    def wrapped(params: Params, *rows: Any) -> Any:
         n = jax.tree.leaves(rows)[0].shape[0]
         pad = -n % ROW_BLOCK
         padded = jax.tree.map(
@@ -443,8 +451,9 @@ def row_stable(fn: Callable) -> Callable:
     return wrapped
 
 
-def unroll_network(apply_fn: Callable, params, obs, core: CoreState | None = None,
-                   first=None):
+def unroll_network(apply_fn: ApplyFn, params: Params, obs: Array,
+                   core: CoreState | None = None,
+                   first: Array | None = None) -> tuple[Distribution, Array]:
     """A feed-forward or recurrent network over time-major observations.
 
     Args:

@@ -24,12 +24,24 @@ scaled rewards, with each step's ``G`` in ``Trajectory.discounted_return`` for `
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from rlcore.types import (
+    Array,
+    CoreState,
+    Network,
+    Observe,
+    Params,
+    PRNGKey,
+    Scalar,
+    Trajectory,
+)
 
 EPS = 1e-8
 INITIAL_COUNT = 1e-4  # CleanRL's (gym's RunningMeanStd)
@@ -45,12 +57,13 @@ class RunningStats:
       count: ``[]`` the samples seen (plus ``INITIAL_COUNT``).
     """
 
-    mean: Any
+    mean: Any  # jax or (host copies) numpy arrays
     var: Any
     count: Any
 
     @classmethod
     def zero(cls, shape: tuple[int, ...] = ()) -> "RunningStats":
+        """No sample seen: mean 0, variance 1, count ``INITIAL_COUNT``."""
         return cls(mean=jnp.zeros(shape, jnp.float32), var=jnp.ones(shape, jnp.float32),
                    count=jnp.asarray(INITIAL_COUNT, jnp.float32))
 
@@ -65,12 +78,12 @@ class NormParams:
       ret: RunningStats ``[]`` of the discounted returns, or None (``normalize_reward`` off).
     """
 
-    net: Any
+    net: Params
     obs: RunningStats | None = None
     ret: RunningStats | None = None
 
 
-def normalize(x, stats: RunningStats, clip: float, xp: Any = jnp):
+def normalize(x: Array | np.ndarray, stats: RunningStats, clip: float, xp: Any = jnp) -> Any:
     """``clip((x - mean) / sqrt(var + EPS), -clip, clip)`` as float32; ``x [..., *shape]``."""
     x = xp.asarray(x, xp.float32)
     lead = (1,) * (x.ndim - xp.ndim(stats.mean))  # explicit broadcast over the batch axes
@@ -80,8 +93,8 @@ def normalize(x, stats: RunningStats, clip: float, xp: Any = jnp):
     return xp.clip(out, -clip, clip).astype(xp.float32)
 
 
-def scale_rewards(reward, ret_acc, done, stats: RunningStats, gamma, clip: float,
-                  xp: Any = jnp):
+def scale_rewards(reward: Any, ret_acc: Any, done: Any, stats: RunningStats, gamma: Scalar,
+                  clip: float, xp: Any = jnp) -> tuple[Any, Any, Any]:
     """One step of reward scaling for a batch of envs (``jax.numpy`` or ``numpy``).
 
     Args:
@@ -102,7 +115,8 @@ def scale_rewards(reward, ret_acc, done, stats: RunningStats, gamma, clip: float
     return scaled.astype(xp.float32), g, xp.where(done, xp.float32(0), g).astype(xp.float32)
 
 
-def update_stats(stats: RunningStats, x, axis_name: str | None, batch_dims: int):
+def update_stats(stats: RunningStats, x: Array, axis_name: str | None,
+                 batch_dims: int) -> RunningStats:
     """``stats`` updated with the samples ``x [*batch, *shape]`` (``batch_dims`` leading
     axes) of every device of ``axis_name``: global count, mean and squared deviations from
     the global mean (two passes, each ``psum``'d), combined as Chan et al.'s parallel
@@ -135,44 +149,49 @@ class Normalized:
       obs_clip: bound of a normalised observation.
     """
 
-    def __init__(self, net, obs_shape: tuple[int, ...], normalize_obs: bool,
-                 normalize_reward: bool, obs_clip: float):
+    def __init__(self, net: Network, obs_shape: tuple[int, ...], normalize_obs: bool,
+                 normalize_reward: bool, obs_clip: float) -> None:
         self.net = net
         self.obs_shape = tuple(obs_shape)
         self.normalize_obs = normalize_obs
         self.normalize_reward = normalize_reward
         self.obs_clip = float(obs_clip)
 
-    def initial_core(self, n: int):
+    def initial_core(self, n: int) -> CoreState | None:
         """The wrapped network's initial core state (``rlcore.networks.initial_core``)."""
         from rlcore.networks import initial_core
 
         return initial_core(self.net, n)
 
-    def init(self, key, *args) -> NormParams:
+    def init(self, key: PRNGKey, *args: Any) -> NormParams:
+        """The wrapped network's params and fresh statistics (``RunningStats.zero``)."""
         return NormParams(
             net=self.net.init(key, *args),
             obs=RunningStats.zero(self.obs_shape) if self.normalize_obs else None,
             ret=RunningStats.zero() if self.normalize_reward else None)
 
-    def apply(self, params: NormParams, obs, *rest):
+    def apply(self, params: NormParams, obs: Array, *rest: Any) -> Any:
+        """The wrapped network's ``apply`` on ``obs`` normalised with the statistics."""
         if params.obs is not None:
             obs = normalize(obs, jax.lax.stop_gradient(params.obs), self.obs_clip)
         return self.net.apply(params.net, obs, *rest)
 
-    def observe(self, params: NormParams, trajectory, axis_name: str | None) -> NormParams:
+    def observe(self, params: NormParams, trajectory: Trajectory,
+                axis_name: str | None) -> NormParams:
         """The statistics after one update's batch (``Trajectory [T, B_local]``: raw ``obs``
         and ``discounted_return``), over every device of ``axis_name``."""
         obs, ret = params.obs, params.ret
         if obs is not None:
             obs = update_stats(obs, trajectory.obs, axis_name, 2)
         if ret is not None:
+            if trajectory.discounted_return is None:
+                raise ValueError("normalize_reward: the trajectory has no discounted_return")
             ret = update_stats(ret, trajectory.discounted_return, axis_name, 2)
-        return params.replace(obs=obs, ret=ret)
+        return dataclasses.replace(params, obs=obs, ret=ret)
 
 
-def maybe_normalized(net, obs_shape, normalize_obs: bool, normalize_reward: bool,
-                     obs_clip: float):
+def maybe_normalized(net: Network, obs_shape: tuple[int, ...], normalize_obs: bool,
+                     normalize_reward: bool, obs_clip: float) -> Network:
     """``net`` wrapped in ``Normalized`` where either statistic is kept; ``net`` itself
     otherwise (its params, and so every run without normalisation, unchanged)."""
     if not (normalize_obs or normalize_reward):
@@ -180,7 +199,7 @@ def maybe_normalized(net, obs_shape, normalize_obs: bool, normalize_reward: bool
     return Normalized(net, obs_shape, normalize_obs, normalize_reward, obs_clip)
 
 
-def reward_scaling(config) -> tuple[float, float] | None:
+def reward_scaling(config: Any) -> tuple[float, float] | None:
     """``(gamma, clip)`` of a config's reward scaling, None where ``normalize_reward`` is off
     (a sweep of gamma is refused with it: ``runtime.config``)."""
     if not config.normalize_reward:
@@ -188,11 +207,11 @@ def reward_scaling(config) -> tuple[float, float] | None:
     return float(config.gamma), float(config.normalize_reward_clip)
 
 
-def return_stats(params) -> RunningStats | None:
+def return_stats(params: Params) -> RunningStats | None:
     """The return statistics of ``params`` (None: rewards are not scaled)."""
     return params.ret if isinstance(params, NormParams) else None
 
 
-def observer(network) -> Callable | None:
+def observer(network: Network) -> Observe | None:
     """``network.observe`` of a ``Normalized`` network, None for any other."""
     return network.observe if isinstance(network, Normalized) else None

@@ -6,13 +6,16 @@ gradient step of update ``u`` (of ``num_updates``) uses ``lr * (1 - u / num_upda
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import optax
 
 from rlcore.hparams import HParams, gradient_steps
+from rlcore.types import Scalar
 
 
-def linear_schedule(learning_rate: float, num_updates: int, steps_per_update: int,
-                    anneal: bool):
+def linear_schedule(learning_rate: Scalar, num_updates: int, steps_per_update: int,
+                    anneal: bool) -> optax.Schedule:
     """Learning rate decaying linearly to 0 over ``num_updates`` updates, constant within an
     update of ``steps_per_update`` optimizer steps; or constant.
 
@@ -22,10 +25,16 @@ def linear_schedule(learning_rate: float, num_updates: int, steps_per_update: in
     if not anneal:
         return optax.constant_schedule(learning_rate)
     per_update = optax.linear_schedule(learning_rate, 0.0, max(int(num_updates), 1))
-    return lambda count: per_update(count // steps_per_update)
+
+    def schedule(count: Any) -> Any:
+        """The rate of optimizer step ``count`` (an int ``[]``)."""
+        return per_update(count // steps_per_update)
+
+    return schedule
 
 
-def torch_rmsprop(learning_rate, decay, eps):
+def torch_rmsprop(learning_rate: Scalar | optax.Schedule, decay: Scalar,
+                  eps: Scalar) -> optax.GradientTransformation:
     """RMSProp as PyTorch defines it: ``g / (sqrt(v) + eps)``, ``v`` starting at 0.
 
     (eps outside the square root; Cleanba's IMPALA uses eps 0.01, decay 0.99.)
@@ -34,29 +43,34 @@ def torch_rmsprop(learning_rate, decay, eps):
                          initial_scale=0.0)
 
 
-def _adam(schedule, *, adam_eps, **_):
+def _adam(schedule: optax.Schedule, *, adam_eps: Scalar,
+          **_: Any) -> optax.GradientTransformation:
+    """Adam on ``schedule`` (the other optimizers' constants ignored)."""
     return optax.adam(schedule, eps=adam_eps)
 
 
-def _rmsprop(schedule, *, rmsprop_decay, rmsprop_eps, **_):
+def _rmsprop(schedule: optax.Schedule, *, rmsprop_decay: Scalar, rmsprop_eps: Scalar,
+             **_: Any) -> optax.GradientTransformation:
+    """``torch_rmsprop`` on ``schedule`` (the other optimizers' constants ignored)."""
     return torch_rmsprop(schedule, decay=rmsprop_decay, eps=rmsprop_eps)
 
 
 # name -> factory(schedule, **optimizer constants); the config's ``optimizer`` choices.
-OPTIMIZERS = {"adam": _adam, "rmsprop": _rmsprop}
+OPTIMIZERS: dict[str, Callable[..., optax.GradientTransformation]] = {
+    "adam": _adam, "rmsprop": _rmsprop}
 
 
 def make_optimizer(
     name: str,
-    learning_rate: float,
+    learning_rate: Scalar,
     *,
-    max_grad_norm: float,
+    max_grad_norm: Scalar,
     num_updates: int,
     steps_per_update: int,
     anneal_lr: bool,
-    adam_eps: float,
-    rmsprop_decay: float,
-    rmsprop_eps: float,
+    adam_eps: Scalar,
+    rmsprop_decay: Scalar,
+    rmsprop_eps: Scalar,
 ) -> optax.GradientTransformation:
     """Gradient clipping by global norm, then Adam or torch-style RMSProp.
 

@@ -9,17 +9,16 @@ the same keys.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import jax
 import jax.numpy as jnp
 
+from rlcore.distributions import Distribution
 from rlcore.networks import step_network
 from rlcore.seeding import per_env_keys
-from rlcore.types import CoreState
+from rlcore.types import ApplyFn, CoreState, Params, PRNGKey
 
 
-def select_actions(dist, keys: jax.Array, greedy: bool) -> jax.Array:
+def select_actions(dist: Distribution, keys: PRNGKey, greedy: bool) -> jax.Array:
     """Actions of a batch: the mode (``greedy``) or one sample per row.
 
     Args:
@@ -35,8 +34,8 @@ def select_actions(dist, keys: jax.Array, greedy: bool) -> jax.Array:
     return dist.sample_rows(keys)
 
 
-def policy_actions(apply_fn: Callable, params, obs: jax.Array, action_root: jax.Array | None,
-                   t: jax.Array, greedy: bool) -> jax.Array:
+def policy_actions(apply_fn: ApplyFn, params: Params, obs: jax.Array,
+                   action_root: PRNGKey | None, t: jax.Array, greedy: bool) -> jax.Array:
     """Actions of step ``t`` for envs ``0 .. N-1``, keys ``per_env_keys(action_root, i, t)``.
 
     Args:
@@ -54,8 +53,8 @@ def policy_actions(apply_fn: Callable, params, obs: jax.Array, action_root: jax.
     return policy_step(apply_fn, params, obs, None, None, action_root, t, greedy)[0]
 
 
-def policy_step(apply_fn: Callable, params, obs: jax.Array, core: CoreState | None, first,
-                action_root: jax.Array | None, t: jax.Array,
+def policy_step(apply_fn: ApplyFn, params: Params, obs: jax.Array, core: CoreState | None,
+                first: jax.Array | None, action_root: PRNGKey | None, t: jax.Array,
                 greedy: bool) -> tuple[jax.Array, CoreState | None]:
     """``policy_actions`` for a feed-forward (``core`` None) or recurrent agent: the actions
     and the core state after the step (``rlcore.networks.step_network``).
@@ -71,5 +70,7 @@ def policy_step(apply_fn: Callable, params, obs: jax.Array, core: CoreState | No
     dist, _, core = step_network(apply_fn, params, obs, core, first)
     if greedy:
         return dist.mode(), core
+    if action_root is None:
+        raise ValueError("policy_step: sampling (greedy False) needs an action_root key")
     ids = jnp.arange(obs.shape[0], dtype=jnp.int32)
     return select_actions(dist, per_env_keys(action_root, ids, t), greedy), core

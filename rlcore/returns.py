@@ -18,8 +18,8 @@ terminal (``discount_t[t] = gamma``); the successor value ``value_t[t]`` is one 
   ``final_value[t] = V(final obs)``; the value target is ``r_t + gamma * V(s_{t+1})``, the
   infinite-horizon target.
 - *self bootstrap* (``final_value`` None: ``bootstrap_time_limits`` off, or an adapter
-  without a final observation): ``value_t[t] := value_tm1[t]``, the truncated step's own state
-  standing in for the lost successor; the target is ``r_t + gamma * V(s_t)``.
+  without a final observation): ``value_t[t] := value_tm1[t]``, the truncated step's own
+  state standing in for the lost successor; the target is ``r_t + gamma * V(s_t)``.
 
 (docs/design.md, "Truncation and the final observation")
 """
@@ -30,6 +30,8 @@ import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
+
+from rlcore.types import Array, Scalar
 
 
 @struct.dataclass
@@ -58,8 +60,9 @@ class VTraceOutput:
     targets: jax.Array
 
 
-def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gamma, lambda_,
-                final_value=None):
+def step_inputs(reward_t: Array, terminated: Array, truncated: Array, value_tm1: Array,
+                bootstrap_value: Array, gamma: Scalar, lambda_: Scalar,
+                final_value: Array | None = None) -> ReturnsInputs:
     """Builds discounts, successor values and trace-cutting lambdas for one rollout (the
     truncation rules: the module docstring).
 
@@ -90,14 +93,15 @@ def step_inputs(reward_t, terminated, truncated, value_tm1, bootstrap_value, gam
     return ReturnsInputs(discount_t=discount_t, value_t=value_t, lambda_=lambdas, cut=cut)
 
 
-def _broadcast_lambda(lambda_, like):
+def _broadcast_lambda(lambda_: Scalar, like: Array) -> Array:
+    """``lambda_`` (scalar or ``like``'s shape) as an array of ``like``'s shape and dtype."""
     return jnp.broadcast_to(jnp.asarray(lambda_, like.dtype), like.shape)
 
 
-def _backward_sum(delta, coeff):
+def _backward_sum(delta: Array, coeff: Array) -> Array:
     """``acc_t = delta_t + coeff_t * acc_{t+1}``, ``acc_T = 0``, over ``[T, B]`` arrays."""
 
-    def backward(acc, xs):
+    def backward(acc: Array, xs: tuple[Array, Array]) -> tuple[Array, Array]:
         delta_s, coeff_s = xs
         acc = delta_s + coeff_s * acc
         return acc, acc
@@ -106,7 +110,8 @@ def _backward_sum(delta, coeff):
     return acc
 
 
-def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
+def gae(reward_t: Array, discount_t: Array, value_tm1: Array, value_t: Array,
+        lambda_: Scalar) -> tuple[Array, Array]:
     """Generalised advantage estimation (Schulman et al. 2016, arXiv 1506.02438).
 
     ``A_t = delta_t + discount_t * lambda_t * A_{t+1}`` with
@@ -133,17 +138,9 @@ def gae(reward_t, discount_t, value_tm1, value_t, lambda_):
     return advantages, advantages + value_tm1
 
 
-def vtrace(
-    value_tm1,
-    value_t,
-    reward_t,
-    discount_t,
-    log_rhos,
-    lambda_=1.0,
-    clip_rho=1.0,
-    clip_pg_rho=1.0,
-    cut=None,
-):
+def vtrace(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
+           log_rhos: Array, lambda_: Scalar = 1.0, clip_rho: Scalar = 1.0,
+           clip_pg_rho: Scalar = 1.0, cut: Array | None = None) -> VTraceOutput:
     """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, arXiv 1802.01561).
 
     ``vs_t = V(x_t) + acc_t`` with

@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rlcore.types import Array, PRNGKey
+
 
 @struct.dataclass
 class Roots:
@@ -40,14 +42,16 @@ class Roots:
     ``[A]``), each equal to ``Roots.from_seed(seed)`` of its own seed.
     """
 
-    init: jax.Array
-    action: jax.Array
-    env: jax.Array
-    update: jax.Array
-    train_eval: jax.Array
+    init: PRNGKey
+    action: PRNGKey
+    env: PRNGKey
+    update: PRNGKey
+    train_eval: PRNGKey
 
     @classmethod
-    def from_seed(cls, seed: int) -> "Roots":
+    def from_seed(cls, seed: int | Array) -> "Roots":
+        """The roots of ``seed`` (an int, or a traced ``[]`` int under ``vmap``):
+        ``fold_in(key(seed), i)`` for i = 0..3 and ``TRAIN_EVAL_STREAM``."""
         base = jax.random.key(seed)
         return cls(*(jax.random.fold_in(base, i) for i in range(4)),
                    train_eval=jax.random.fold_in(base, TRAIN_EVAL_STREAM))
@@ -70,9 +74,9 @@ class EvaluateRoots:
     ``per_env_keys(env, i, t)`` and its action key from ``per_env_keys(action, i, t)``.
     """
 
-    reset: jax.Array
-    env: jax.Array
-    action: jax.Array
+    reset: PRNGKey
+    env: PRNGKey
+    action: PRNGKey
 
     @classmethod
     def from_seed(cls, seed: int) -> "EvaluateRoots":
@@ -81,7 +85,7 @@ class EvaluateRoots:
         return cls(*(jax.random.fold_in(base, j) for j in range(3)))
 
 
-def host_env_root(seed) -> jax.Array:
+def host_env_root(seed: int | Array) -> PRNGKey:
     """``fold_in(key(seed), HOST_ENV_STREAM)``: the root of a host-served jittable env pool
     of integer seed ``seed`` (``envs.jax_host``: env ``g`` derives from ``fold_in(root, g)``).
 
@@ -106,7 +110,7 @@ MAX_EVAL_ENVS = 2**21
 HOST_EVALUATE_SEED_BASE = HOST_EVAL_SEED_BASE + 2**22
 
 
-def per_env_keys(root, env_ids, *path):
+def per_env_keys(root: PRNGKey, env_ids: Array, *path: int | Array) -> PRNGKey:
     """Keys ``fold_in(fold_in(root, *path), env_id)`` for ``env_ids [B]``; returns ``[B]`` keys."""
     key = root
     for p in path:
@@ -114,7 +118,8 @@ def per_env_keys(root, env_ids, *path):
     return jax.vmap(lambda i: jax.random.fold_in(key, i))(env_ids)
 
 
-def rollout_keys(root, env_ids, update, num_steps: int):
+def rollout_keys(root: PRNGKey, env_ids: Array, update: int | Array,
+                 num_steps: int) -> PRNGKey:
     """``per_env_keys(root, env_ids, update, t)`` for every step ``t < num_steps`` at once.
 
     The same keys, derived in a few batched hashes before a rollout instead of a chain of

@@ -1,5 +1,7 @@
 """Named pytrees shared by both architectures: Trajectory, EpisodeSummary, LearnerState,
-EnvSpec, and the env-axis helpers of time-major records.
+EnvSpec, and the env-axis helpers of time-major records; and the type aliases of rlcore's
+signatures (``Array``, ``PRNGKey``, ``Params``, ``ApplyFn``, ``Network``, ``Scalar``,
+``Observe``).
 
 Time-major throughout: a leaf of a Trajectory is ``[T, B, ...]`` (T rollout steps, B envs),
 except ``bootstrap_obs`` ``[B, ...]``; the helpers here are the one place that knows it.
@@ -7,7 +9,8 @@ except ``bootstrap_obs`` ``[B, ...]``; the helpers here are the one place that k
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -15,13 +18,51 @@ import optax
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-def take_envs(tree, idx):
+# A jax array (or a tracer of one).
+Array = jax.Array
+# A typed PRNG key array (``jax.random.key``; ``rlcore.seeding`` derives every key): ``[]``
+# for one key, ``[B]`` for a batch of them.
+PRNGKey = jax.Array
+# Network parameters: the pytree ``network.init`` returns (flax variables, or
+# ``rlcore.normalize.NormParams`` wrapping them).
+Params = Any
+# A network's ``apply``: feed-forward ``(params, obs [N, ...]) -> (dist [N], value [N])``;
+# recurrent ``(params, obs [T, N, ...], core CoreState [N, H], first [T, N]) -> (dist
+# [T, N], value [T, N], core [N, H])`` (``rlcore.networks``; ``dist`` a distribution of
+# ``rlcore.distributions``).
+ApplyFn = Callable[..., Any]
+
+
+class Network(Protocol):
+    """What rlcore calls of a network: a flax module (``rlcore.networks``) or one wrapped in
+    ``rlcore.normalize.Normalized``."""
+
+    def init(self, key: PRNGKey, /, *args: Any) -> Any:
+        """Fresh params from ``key`` and example inputs (``rlcore.networks.init_params``)."""
+        ...
+
+    def apply(self, params: Params, /, *args: Any) -> Any:
+        """The network's function: an ``ApplyFn``."""
+        ...
+
+
+# A hyperparameter: a Python number (a constant of the compiled program) or a traced ``[]``
+# array (a swept value, ``rlcore.hparams``).
+Scalar = float | jax.Array
+# Any pytree, and a record (a ``flax.struct`` dataclass) of time-major leaves.
+Tree = TypeVar("Tree")
+Record = TypeVar("Record", bound="DataclassInstance")
+
+
+def take_envs(tree: Tree, idx: Array) -> Tree:
     """Selects envs ``idx [b]`` along axis 1 of every time-major leaf ``[T, B, ...]``."""
     return jax.tree.map(lambda x: jnp.take(x, idx, axis=1), tree)
 
 
-def take_samples(tree, steps, envs):
+def take_samples(tree: Tree, steps: Array, envs: Array) -> Tree:
     """Gathers ``x[steps, envs]`` (index arrays of one shape ``S``) from every time-major leaf
     ``[T, B, ...]``: leaves ``[*S, ...]``."""
     return jax.tree.map(lambda x: x[steps, envs], tree)
@@ -129,12 +170,12 @@ class Trajectory:
     # Leaves whose env axis is 0 (``[B, ...]``); every other leaf is time-major.
     _ENV_MAJOR = ("bootstrap_obs", "core_state")
 
-    def _map_env_axis(self, fn) -> "Trajectory":
+    def _map_env_axis(self, fn: Callable[[Array, int], Array]) -> "Trajectory":
         """``fn(leaf, env_axis)`` on every leaf: axis 1 of ``[T, B, ...]``, axis 0 of
         ``bootstrap_obs`` and ``core_state``."""
         return map_env_axis(self, fn, self._ENV_MAJOR)
 
-    def take_envs(self, idx) -> "Trajectory":
+    def take_envs(self, idx: Array) -> "Trajectory":
         """The envs ``idx [b]`` (a minibatch): leaves ``[T, b, ...]``, bootstrap ``[b, ...]``."""
         return self._map_env_axis(lambda x, axis: jnp.take(x, idx, axis=axis))
 
@@ -151,10 +192,11 @@ class Trajectory:
             return trajs[0]
         major = Trajectory._ENV_MAJOR
         body = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1),
-                            *[t.replace(**dict.fromkeys(major)) for t in trajs])
-        return body.replace(**{k: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0),
-                                                *[getattr(t, k) for t in trajs])
-                               for k in major})
+                            *[dataclasses.replace(t, **dict.fromkeys(major)) for t in trajs])
+        return dataclasses.replace(
+            body, **{k: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0),
+                                     *[getattr(t, k) for t in trajs])
+                     for k in major})
 
     @staticmethod
     def env_partition(axis_name: str, with_value: bool = True,
@@ -166,23 +208,30 @@ class Trajectory:
         is None; ``core_state``: a CoreState of the recurrent agent's structure (any
         leaves), None for feed-forward agents; ``final_value``, ``discounted_return``: the
         trajectory has that field."""
-        tm = P(None, axis_name)
+        tm: Any = P(None, axis_name)  # the leaves of this Trajectory are PartitionSpecs
+        env: Any = P(axis_name)
         recurrent = core_state is not None
         return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
                           behaviour_logits=tm, behaviour_value=tm if with_value else None,
-                          bootstrap_obs=P(axis_name),
-                          core_state=jax.tree.map(lambda _: P(axis_name), core_state),
+                          bootstrap_obs=env, core_state=jax.tree.map(lambda _: env, core_state),
                           first=tm if recurrent else None,
                           final_value=tm if final_value else None,
                           discounted_return=tm if discounted_return else None)
 
 
-def map_env_axis(record, fn, env_major: Sequence[str]):
+def map_env_axis(record: Record, fn: Callable[[Array, int], Array],
+                 env_major: Sequence[str]) -> Record:
     """``fn(leaf, env_axis)`` on every leaf of a time-major record: axis 0 for the leaves
     under the fields ``env_major`` (``[B, ...]``), axis 1 for all others (``[T, B, ...]``)."""
-    body = jax.tree.map(lambda x: fn(x, 1), record.replace(**dict.fromkeys(env_major)))
-    return body.replace(**{k: jax.tree.map(lambda x: fn(x, 0), getattr(record, k))
-                           for k in env_major})
+    body = jax.tree.map(lambda x: fn(x, 1),
+                        dataclasses.replace(record, **dict.fromkeys(env_major)))
+    return dataclasses.replace(
+        body, **{k: jax.tree.map(lambda x: fn(x, 0), getattr(record, k)) for k in env_major})
+
+
+# What the update calls after its gradient steps: ``(params, trajectory [T, B_local],
+# axis_name) -> params`` (``rlcore.normalize.observer``: the normalisation statistics).
+Observe = Callable[[Params, Trajectory, str | None], Params]
 
 
 @struct.dataclass
@@ -233,6 +282,6 @@ class LearnerState:
       update: int32 scalar, number of updates done.
     """
 
-    params: Any
+    params: Params
     opt_state: optax.OptState
     update: jax.Array

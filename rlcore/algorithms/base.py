@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 from rlcore.hparams import HParams
 from rlcore.losses import LossMetrics
-from rlcore.types import Trajectory
+from rlcore.types import ApplyFn, Array, Params, Trajectory
 
 # Minibatch kinds: whole sequences of envs (time kept whole) or single (step, env) samples.
 SAMPLES, SEQUENCES = "samples", "sequences"
@@ -17,7 +17,7 @@ AUTO = "auto"  # the config's choice for "the algorithm's own (its first kind)"
 MEAN, SUM = "mean", "sum"
 
 
-def accepted_kinds(algorithm: type, recurrent: bool) -> tuple[str, ...]:
+def accepted_kinds(algorithm: type[Algorithm], recurrent: bool) -> tuple[str, ...]:
     """The minibatch kinds an update of ``algorithm`` accepts, its own first: its
     ``minibatch_kinds``, or for a ``recurrent`` agent only ``SEQUENCES`` (its loss re-runs
     the core over whole sequences from their stored start states)."""
@@ -25,7 +25,7 @@ def accepted_kinds(algorithm: type, recurrent: bool) -> tuple[str, ...]:
     return tuple(k for k in kinds if k == SEQUENCES) if recurrent else kinds
 
 
-def minibatch_kind(algorithm: type, choice: str, recurrent: bool = False) -> str:
+def minibatch_kind(algorithm: type[Algorithm], choice: str, recurrent: bool = False) -> str:
     """The kind an update of ``algorithm`` (of a ``recurrent`` agent or not) uses for the
     config's ``minibatch_kind`` ``choice``: ``"auto"`` is the first of ``accepted_kinds``; any
     other must be one of them."""
@@ -41,8 +41,10 @@ def minibatch_kind(algorithm: type, choice: str, recurrent: bool = False) -> str
 class FromHParams:
     """Mixin for a frozen dataclass whose fields are ``HParams`` fields of the same name."""
 
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # (the dataclass's)
+
     @classmethod
-    def from_hparams(cls, hp: HParams):
+    def from_hparams(cls, hp: HParams) -> Self:
         """An instance with every field read from ``hp``."""
         return cls(**{f.name: getattr(hp, f.name) for f in dataclasses.fields(cls)})
 
@@ -66,23 +68,25 @@ class Algorithm(Protocol):
     estimate reads of it: ``prepared_step_bytes`` and ``value_pass``)."""
 
     # Bytes per env step that ``prepare`` adds to the trajectory's fields.
-    prepared_step_bytes: int
+    prepared_step_bytes: ClassVar[int]
     # The minibatches its loss accepts, its own choice first: ``SAMPLES`` (``prepare``'s
     # record has ``take_samples``) and/or ``SEQUENCES`` (``take_envs``).
-    minibatch_kinds: tuple[str, ...]
+    minibatch_kinds: ClassVar[tuple[str, ...]]
     # ``MEAN`` or ``SUM``: how ``loss`` reduces over the minibatch's elements.
-    loss_reduction: str
+    loss_reduction: ClassVar[str]
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
         """The pass ``prepare`` runs over a rollout of ``num_steps x num_envs`` (per device);
         ``rollout_values``: the trajectory carries the values of the learner's params."""
+        ...
 
     @classmethod
     def from_hparams(cls, hp: HParams) -> "Algorithm":
         """The algorithm with its hyperparameters read from ``hp``."""
+        ...
 
-    def prepare(self, params, apply_fn: Callable, trajectory: Trajectory) -> Any:
+    def prepare(self, params: Params, apply_fn: ApplyFn, trajectory: Trajectory) -> Any:
         """Per-rollout data for the loss, computed once before the epochs.
 
         Args:
@@ -94,15 +98,18 @@ class Algorithm(Protocol):
           A record of ``[T, B_local, ...]`` leaves with ``take_envs(idx [b])`` and, for
           ``SAMPLES``, ``take_samples(steps [T, b], envs [T, b])``.
         """
+        ...
 
     def split_ready(self, batch: Any, axis_name: str | None) -> tuple[Any, "Algorithm"]:
         """``(batch', algorithm')`` for micro-batches: ``batch`` with what the loss needs of
         the whole minibatch computed over all of it (PPO: normalised advantages), and the
         algorithm whose ``loss`` on equal env chunks of ``batch'``, combined by
         ``loss_reduction``, is this one's ``loss`` on ``batch``."""
+        ...
 
-    def loss(self, params, apply_fn: Callable, batch: Any,
-             axis_name: str | None) -> tuple[Any, LossMetrics]:
+    def loss(self, params: Params, apply_fn: ApplyFn, batch: Any,
+             axis_name: str | None) -> tuple[Array, LossMetrics]:
         """``(loss, LossMetrics)`` of a minibatch ``batch`` (a ``take_envs`` or
         ``take_samples`` of ``prepare``'s output: leaves ``[T, b, ...]``); statistics across
         ``axis_name`` devices where the math needs them."""
+        ...

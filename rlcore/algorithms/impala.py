@@ -5,10 +5,11 @@ minibatch of whole sequences."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from rlcore import losses
 from rlcore.algorithms.base import SEQUENCES, SUM, FromHParams, ValuePass
-from rlcore.types import Trajectory
+from rlcore.types import ApplyFn, Array, Params, Trajectory
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +33,10 @@ class Impala(FromHParams):
     clip_rho: float
     clip_pg_rho: float
 
-    prepared_step_bytes = 0  # the loss reads the Trajectory itself
-    minibatch_kinds = (SEQUENCES,)  # V-trace runs backwards along each whole sequence
-    loss_reduction = SUM  # over the global minibatch, see ``losses.impala_loss``
+    prepared_step_bytes: ClassVar[int] = 0  # the loss reads the Trajectory itself
+    # V-trace runs backwards along each whole sequence.
+    minibatch_kinds: ClassVar[tuple[str, ...]] = (SEQUENCES,)
+    loss_reduction: ClassVar[str] = SUM  # over the global minibatch, see ``losses.impala_loss``
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -42,18 +44,20 @@ class Impala(FromHParams):
         del num_steps, num_envs, rollout_values
         return ValuePass(copied_obs=0, forward_samples=0)
 
-    def prepare(self, params, apply_fn, trajectory: Trajectory) -> Trajectory:
+    def prepare(self, params: Params, apply_fn: ApplyFn, trajectory: Trajectory) -> Trajectory:
         """The Trajectory as it is (minibatches are ``Trajectory.take_envs``)."""
         del params, apply_fn
         return trajectory
 
-    def split_ready(self, batch: Trajectory, axis_name):
+    def split_ready(self, batch: Trajectory,
+                    axis_name: str | None) -> tuple[Trajectory, "Impala"]:
         """As it is: V-trace needs nothing beyond each sequence, and each chunk's loss is the
         sum over its own envs (their sum the minibatch's)."""
         del axis_name
         return batch, self
 
-    def loss(self, params, apply_fn, batch: Trajectory, axis_name):
+    def loss(self, params: Params, apply_fn: ApplyFn, batch: Trajectory,
+             axis_name: str | None) -> tuple[Array, losses.LossMetrics]:
         """``losses.impala_loss``, summed over the global minibatch (``axis_name`` devices)."""
         return losses.impala_loss(
             params, apply_fn, batch, discount=self.gamma, vf_coef=self.vf_coef,

@@ -16,18 +16,19 @@ loss runs; its minibatches are whole sequences (``SEQUENCES``; validation refuse
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax.numpy as jnp
 
 from rlcore import losses, returns
 from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, FromHParams, ValuePass
 from rlcore.networks import unroll_network
-from rlcore.types import Trajectory
+from rlcore.types import ApplyFn, Array, Params, Trajectory
 
 VALUE_CHUNK = 4096  # observations per forward pass when recomputing a rollout's values
 
 
-def values_in_chunks(params, apply_fn, obs):
+def values_in_chunks(params: Params, apply_fn: ApplyFn, obs: Array) -> Array:
     """Values of ``obs [N, ...]`` in static chunks of ``VALUE_CHUNK`` (``[N]``).
 
     A whole Atari rollout (129 x 128 frames) in one pass of the IMPALA ResNet needs several
@@ -63,12 +64,12 @@ class PPO(FromHParams):
     ent_coef: float
 
     # old value, advantages and targets: float32 each
-    prepared_step_bytes = 12
+    prepared_step_bytes: ClassVar[int] = 12
     # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
     # request (``minibatch_kind="sequences"``; docs/design.md, "One update loop").
-    minibatch_kinds = (SAMPLES, SEQUENCES)
-    loss_reduction = MEAN
+    minibatch_kinds: ClassVar[tuple[str, ...]] = (SAMPLES, SEQUENCES)
+    loss_reduction: ClassVar[str] = MEAN
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -80,7 +81,8 @@ class PPO(FromHParams):
         n = (num_steps + 1) * num_envs
         return ValuePass(copied_obs=n, forward_samples=min(VALUE_CHUNK, n))
 
-    def prepare(self, params, apply_fn, trajectory: Trajectory) -> losses.PPOBatch:
+    def prepare(self, params: Params, apply_fn: ApplyFn,
+                trajectory: Trajectory) -> losses.PPOBatch:
         """Values under ``params``, GAE advantages and targets of a whole rollout.
 
         Args:
@@ -125,15 +127,18 @@ class PPO(FromHParams):
             first=traj.first,
         )
 
-    def split_ready(self, batch: losses.PPOBatch, axis_name):
+    def split_ready(self, batch: losses.PPOBatch,
+                    axis_name: str | None) -> tuple[losses.PPOBatch, "PPO"]:
         """Advantages normalised over the whole minibatch (across ``axis_name`` devices) where
         ``norm_adv``, and this PPO without normalisation for its chunks."""
         if not self.norm_adv:
             return batch, self
-        return (batch.replace(advantages=losses.normalize(batch.advantages, axis_name)),
+        return (dataclasses.replace(batch,
+                                    advantages=losses.normalize(batch.advantages, axis_name)),
                 dataclasses.replace(self, norm_adv=False))
 
-    def loss(self, params, apply_fn, batch: losses.PPOBatch, axis_name):
+    def loss(self, params: Params, apply_fn: ApplyFn, batch: losses.PPOBatch,
+             axis_name: str | None) -> tuple[Array, losses.LossMetrics]:
         """``losses.ppo_loss``; advantage statistics across ``axis_name`` devices."""
         return losses.ppo_loss(
             params, apply_fn, batch, clip_eps=self.clip_eps, vf_coef=self.vf_coef,
