@@ -29,7 +29,7 @@ from envs.base import JaxEnv, JaxEnvState
 from rlcore.networks import step_network
 from rlcore.policy import policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
-from rlcore.types import CoreState, EpisodeSummary
+from rlcore.types import Array, CoreState, EpisodeSummary
 from runtime.stats import EpisodeResults
 
 CHUNK = 128  # env steps per jitted call of the evaluate command
@@ -52,13 +52,13 @@ class FirstEpisodes:
     """
 
     state: JaxEnvState
-    obs: jax.Array
-    t: jax.Array
-    finished: jax.Array
-    ret: jax.Array
-    length: jax.Array
+    obs: Array
+    t: Array
+    finished: Array
+    ret: Array
+    length: Array
     core: CoreState | None = None
-    first: jax.Array | None = None
+    first: Array | None = None
 
 
 def start_first_episodes(env: JaxEnv, reset_keys: jax.Array,

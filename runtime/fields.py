@@ -80,12 +80,20 @@ class Ints:
 POSITIVE = Ints(1, "a positive integer")
 
 
-@dataclasses.dataclass(frozen=True)
-class Int32:
-    """Any int32 integer."""
+class _Phrase:
+    """A rule whose page text is one fixed phrase, ``PHRASE``."""
+
+    PHRASE = ""
 
     def text(self) -> str:
-        return "an integer within +-(2**31 - 1)"
+        return self.PHRASE
+
+
+@dataclasses.dataclass(frozen=True)
+class Int32(_Phrase):
+    """Any int32 integer."""
+
+    PHRASE = "an integer within +-(2**31 - 1)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,19 +125,17 @@ class Choice:
 
 
 @dataclasses.dataclass(frozen=True)
-class Flag:
+class Flag(_Phrase):
     """True or false."""
 
-    def text(self) -> str:
-        return "true or false"
+    PHRASE = "true or false"
 
 
 @dataclasses.dataclass(frozen=True)
-class Text:
+class Text(_Phrase):
     """A string."""
 
-    def text(self) -> str:
-        return "a string"
+    PHRASE = "a string"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -80,10 +80,9 @@ def make_trajectory(net, params, seed):
 OPTIMIZER_CONSTANTS = dict(anneal_lr=True, adam_eps=1e-5, rmsprop_decay=0.99, rmsprop_eps=0.01)
 
 
-def run(algorithm, mesh):
-    """``algorithm``: ``ppo`` (minibatches of samples, its own kind), ``ppo_sequences`` (of
-    whole sequences) or ``impala`` (sequences); ``ppo_lstm``, ``impala_gru``: recurrent
-    (sequences)."""
+def agent(algorithm):
+    """``(net, params, optimizer, hparams, update kwargs, cell)`` of ``algorithm`` (see
+    ``run``)."""
     cell = algorithm.split("_")[-1]
     if cell in ("lstm", "gru"):
         net = RecurrentActorCritic(torso=MLPActorCritic(num_actions=A, hidden=(8,), heads=False),
@@ -109,31 +108,40 @@ def run(algorithm, mesh):
         hp = Impala(gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
                     clip_pg_rho=1.0)
         kw = dict(num_epochs=1, num_minibatches=2)
+    return net, params, opt, hp, kw, cell
 
+
+def four_device_variants(algorithm, cell):
+    """``(name, check_vma, microbatches)`` of the four-device runs of ``algorithm``.
+
+    The default check_vma=True only for PPO: both algorithms share the gradient step.
+    Micro-batched (2 chunks of each device's share) under check_vma=True for every one.
+    Recurrent: fewer compiles (the script's time): both cells on four devices, the LSTM
+    also micro-batched there."""
+    if cell == "gru":
+        return (("four", True, 1),)
+    if cell == "lstm":
+        return (("four", True, 1), ("four_micro", True, 2))
+    if cell == "gaussian":  # the family changes the loss's log-probs only: one run each
+        return (("four", True, 1),) if algorithm.startswith("ppo") else (
+            ("four_novma", False, 1),)
+    if algorithm.startswith("ppo"):
+        return (("four", True, 1), ("four_novma", False, 1), ("four_micro", True, 2))
+    return (("four_novma", False, 1), ("four_micro", True, 2))
+
+
+def run(algorithm, mesh):
+    """``algorithm``: ``ppo`` (minibatches of samples, its own kind), ``ppo_sequences`` (of
+    whole sequences) or ``impala`` (sequences); ``ppo_lstm``, ``impala_gru``: recurrent
+    (sequences)."""
+    net, params, opt, hp, kw, cell = agent(algorithm)
     runs = {"one": jax.jit(learner.make_update_fn(hp, net.apply, opt, **kw))}
     if cell not in ("lstm", "gru", "gaussian"):
         runs["one_micro"] = jax.jit(learner.make_update_fn(hp, net.apply, opt, microbatches=2,
                                                            **kw))
-    # The default check_vma=True only for PPO: both algorithms share the gradient step.
-    # Micro-batched (2 chunks of each device's share) under check_vma=True for every one.
-    # Recurrent: fewer compiles (the script's time): both cells on four devices, the LSTM
-    # also micro-batched there.
-    if cell == "gru":
-        variants = (("four", True, 1),)
-    elif cell == "lstm":
-        variants = (("four", True, 1), ("four_micro", True, 2))
-    elif cell == "gaussian":  # the family changes the loss's log-probs only: one run each
-        variants = (("four", True, 1),) if algorithm.startswith("ppo") else (
-            ("four_novma", False, 1),)
-    elif algorithm.startswith("ppo"):
-        variants = (("four", True, 1), ("four_novma", False, 1))
-    else:
-        variants = (("four_novma", False, 1),)
     core = net.initial_core(1) if cell in ("lstm", "gru") else None
     spec = Trajectory.env_partition(AXIS, core_state=core)
-    if cell not in ("lstm", "gru", "gaussian"):
-        variants += (("four_micro", True, 2),)
-    for run_name, check_vma, micro in variants:
+    for run_name, check_vma, micro in four_device_variants(algorithm, cell):
         runs[run_name] = jax.jit(
             jax.shard_map(
                 learner.make_update_fn(hp, net.apply, opt, axis_name=AXIS, microbatches=micro,
@@ -144,20 +152,27 @@ def run(algorithm, mesh):
                 check_vma=check_vma,
             )
         )
-
     out = {}
     for run_name, update in runs.items():
-        state = LearnerState(params=params, opt_state=opt.init(params),
-                             update=jnp.zeros((), jnp.int32))
-        for u in range(NUM_UPDATES):
-            traj = make_trajectory(net, params, seed=100 + u)
-            state, metrics = update(state, traj, jax.random.fold_in(jax.random.key(7), u))
-            for name in metrics.__dataclass_fields__:
-                out[f"{algorithm}/{run_name}/metrics/{name}/{u}"] = np.asarray(
-                    getattr(metrics, name))
-        assert int(state.update) == NUM_UPDATES
-        for path, leaf in jax.tree_util.tree_leaves_with_path(state.params):
-            out[f"{algorithm}/{run_name}/params/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
+        out.update(results(algorithm, run_name, update, net, params, opt))
+    return out
+
+
+def results(algorithm, run_name, update, net, params, opt):
+    """Metrics of every update and the final params of ``NUM_UPDATES`` updates by
+    ``update``, keyed ``<algorithm>/<run_name>/...``."""
+    out = {}
+    state = LearnerState(params=params, opt_state=opt.init(params),
+                         update=jnp.zeros((), jnp.int32))
+    for u in range(NUM_UPDATES):
+        traj = make_trajectory(net, params, seed=100 + u)
+        state, metrics = update(state, traj, jax.random.fold_in(jax.random.key(7), u))
+        for name in metrics.__dataclass_fields__:
+            out[f"{algorithm}/{run_name}/metrics/{name}/{u}"] = np.asarray(
+                getattr(metrics, name))
+    assert int(state.update) == NUM_UPDATES
+    for path, leaf in jax.tree_util.tree_leaves_with_path(state.params):
+        out[f"{algorithm}/{run_name}/params/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
     return out
 
 
