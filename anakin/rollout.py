@@ -131,7 +131,7 @@ def _make_step(env: JaxEnv, apply_fn: Callable, nan_at_update: int,
                                                   ts.truncated, core, branch)
         traj = Trajectory(
             obs=carry.obs, action=action, reward=end.reward, terminated=ts.terminated,
-            truncated=ts.truncated, behaviour_logits=dist.params(), behaviour_value=value,
+            truncated=ts.truncated, behaviour_dist_params=dist.params(), behaviour_value=value,
             bootstrap_obs=None, first=carry.first, final_value=final_value,
             discounted_return=end.discounted_return)
         carry = EnvCarry(state=state, obs=ts.obs, core=core, first=end.first, ret=end.ret)

@@ -51,7 +51,7 @@ def random_trajectory(t: int, b: int, seed: int = 0) -> Trajectory:
         action=rng.integers(0, ATARI_SPEC.num_actions, (t, b)).astype(np.int32),
         reward=rng.standard_normal((t, b)).astype(np.float32),
         terminated=rng.random((t, b)) < 0.01, truncated=np.zeros((t, b), bool),
-        behaviour_logits=np.zeros((t, b, ATARI_SPEC.num_actions), np.float32),
+        behaviour_dist_params=np.zeros((t, b, ATARI_SPEC.num_actions), np.float32),
         behaviour_value=None,
         bootstrap_obs=rng.integers(0, 256, (b,) + obs, dtype=np.uint8))
 

@@ -55,7 +55,7 @@ def minibatch(steps: int, envs: int, seed: int = 0, warmup: int = 50) -> Traject
         obs=jnp.asarray(np.stack(obs)), action=jnp.asarray(np.stack(act), jnp.int32),
         reward=jnp.asarray(np.stack(rew), jnp.float32),
         terminated=jnp.asarray(np.stack(term)), truncated=jnp.asarray(np.stack(trunc)),
-        behaviour_logits=jnp.zeros((steps, envs, env.spec.num_actions), jnp.float32),
+        behaviour_dist_params=jnp.zeros((steps, envs, env.spec.num_actions), jnp.float32),
         behaviour_value=None, bootstrap_obs=jnp.asarray(ts.obs))
 
 
@@ -71,7 +71,7 @@ def cleanba_style_loss(params, apply_fn, traj: Trajectory):
     values = values.reshape((t + 1, b))
     log_p = jax.nn.log_softmax(logits)
     log_pa = jnp.take_along_axis(log_p, traj.action[..., None], -1)[..., 0]
-    mu_log_pa = jnp.take_along_axis(jax.nn.log_softmax(traj.behaviour_logits),
+    mu_log_pa = jnp.take_along_axis(jax.nn.log_softmax(traj.behaviour_dist_params),
                                     traj.action[..., None], -1)[..., 0]
     discount = HP["discount"] * (1.0 - traj.terminated.astype(jnp.float32))
     v_tm1 = jax.lax.stop_gradient(values[:t])

@@ -44,7 +44,7 @@ def trajectory_shapes(spec: EnvSpec, t: int, b: int, with_value: bool) -> Trajec
     return Trajectory(
         obs=s((t, b) + obs, jnp.dtype(spec.obs_dtype)), action=s((t, b), jnp.int32),
         reward=s((t, b), jnp.float32), terminated=s((t, b), jnp.bool_),
-        truncated=s((t, b), jnp.bool_), behaviour_logits=s((t, b, spec.num_actions),
+        truncated=s((t, b), jnp.bool_), behaviour_dist_params=s((t, b, spec.num_actions),
                                                             jnp.float32),
         behaviour_value=s((t, b), jnp.float32) if with_value else None,
         bootstrap_obs=s((b,) + obs, jnp.dtype(spec.obs_dtype)))

@@ -127,7 +127,7 @@ def learner_only_sps(config, repeats: int) -> tuple[float, float]:
         action=rng.integers(0, run.spec.num_actions, (t, b)).astype(np.int32),
         reward=rng.standard_normal((t, b)).astype(np.float32),
         terminated=np.zeros((t, b), bool), truncated=np.zeros((t, b), bool),
-        behaviour_logits=np.zeros((t, b, run.spec.num_actions), np.float32),
+        behaviour_dist_params=np.zeros((t, b, run.spec.num_actions), np.float32),
         behaviour_value=None,
         bootstrap_obs=rng.integers(0, 255, (b,) + tuple(run.spec.obs_shape), dtype=np.uint8),
     )
@@ -175,7 +175,7 @@ def plain_step_samples_per_s(config, repeats: int = 5) -> float:
     batch = losses.PPOBatch(
         obs=jnp.asarray(rng.integers(0, 255, (t, b) + tuple(spec.obs_shape), dtype=np.uint8)),
         action=jnp.zeros((t, b), jnp.int32),
-        behaviour_logits=jnp.zeros((t, b, spec.num_actions)),
+        behaviour_dist_params=jnp.zeros((t, b, spec.num_actions)),
         old_value=jnp.zeros((t, b)), advantages=jnp.ones((t, b)), targets=jnp.ones((t, b)))
     params = net.init(jax.random.key(0), batch.obs[0, :1])
     opt = optax.adam(2.5e-4)

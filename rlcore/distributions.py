@@ -20,7 +20,7 @@ batch shape ``S``:
 - ``log_prob(action) [*S]``, ``entropy() [*S]``, both at once ``log_prob_entropy(action)``,
   ``mode() [*S, ...]`` (the greedy action: argmax, or the mean);
 - ``params() [*S, P]`` and ``from_params(params)`` (classmethod): the flat float32 vector a
-  Trajectory stores as ``behaviour_logits`` (categorical: the logits, ``P = A``, bit for bit;
+  Trajectory stores as ``behaviour_dist_params`` (categorical: the logits, ``P = A``, bit for bit;
   Gaussian: ``concatenate([mean, log_std], -1)``, ``P = 2 D``).
 
 ``distribution_for(spec)`` is the one place that chooses the family from the env's action

@@ -41,8 +41,8 @@ class PPOBatch:
     Attributes:
       obs: ``[T, b, *obs_shape]``.
       action: ``[T, b]`` int32 or ``[T, b, D]`` float32 (see ``Trajectory``).
-      behaviour_logits: ``[T, b, P]`` distribution parameters of the acting policy (the
-        "old" policy; ``Trajectory.behaviour_logits``).
+      behaviour_dist_params: ``[T, b, P]`` distribution parameters of the acting policy (the
+        "old" policy; ``Trajectory.behaviour_dist_params``).
       old_value: ``[T, b]`` value estimates the targets were built from (for value clipping).
       advantages: ``[T, b]`` GAE advantages (not normalised).
       targets: ``[T, b]`` value targets.
@@ -53,7 +53,7 @@ class PPOBatch:
 
     obs: jax.Array
     action: jax.Array
-    behaviour_logits: jax.Array
+    behaviour_dist_params: jax.Array
     old_value: jax.Array
     advantages: jax.Array
     targets: jax.Array
@@ -207,9 +207,9 @@ def ppo_loss(
     chex.assert_rank([batch.old_value, batch.advantages, batch.targets], 2)
     chex.assert_equal_shape([batch.old_value, batch.advantages, batch.targets])
     chex.assert_equal_shape_prefix([batch.action, batch.old_value], 2)
-    chex.assert_rank(batch.behaviour_logits, 3)
+    chex.assert_rank(batch.behaviour_dist_params, 3)
     dist, value = _apply_time_major(params, apply_fn, batch.obs, batch.core_state, batch.first)
-    log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_logits, batch.action)
+    log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_dist_params, batch.action)
     log_ratio = log_pa - old_log_pa
     ratio = jnp.exp(log_ratio)
 
@@ -308,7 +308,7 @@ def impala_loss(
     chex.assert_equal_shape_prefix([trajectory.action, trajectory.reward], 2)
     t, b = trajectory.reward.shape
     dist, value_tm1, bootstrap_value = _apply_with_bootstrap(params, apply_fn, trajectory)
-    log_pa, mu_log_pa, entropy = _log_probs(dist, trajectory.behaviour_logits,
+    log_pa, mu_log_pa, entropy = _log_probs(dist, trajectory.behaviour_dist_params,
                                             trajectory.action)
     log_rhos = log_pa - mu_log_pa
     vt = _stopped_vtrace(trajectory, value_tm1, bootstrap_value, log_rhos, discount=discount,

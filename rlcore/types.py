@@ -128,7 +128,7 @@ class Trajectory:
       reward: ``[T, B]`` float32.
       terminated: ``[T, B]`` bool, the episode reached a terminal state.
       truncated: ``[T, B]`` bool, the episode was cut (time limit), not a terminal state.
-      behaviour_logits: ``[T, B, P]`` float32, the parameters of the behaviour
+      behaviour_dist_params: ``[T, B, P]`` float32, the parameters of the behaviour
         distribution, the policy that acted (``rlcore.distributions``: ``params()`` /
         ``from_params``): categorical, its logits (``P = A``); diagonal Gaussian,
         ``concatenate([mean, log_std], -1)`` (``P = 2 D``). The name is kept from the
@@ -159,7 +159,7 @@ class Trajectory:
     reward: jax.Array
     terminated: jax.Array
     truncated: jax.Array
-    behaviour_logits: jax.Array
+    behaviour_dist_params: jax.Array
     behaviour_value: jax.Array | None
     bootstrap_obs: jax.Array
     core_state: CoreState | None = None
@@ -212,7 +212,7 @@ class Trajectory:
         env: Any = P(axis_name)
         recurrent = core_state is not None
         return Trajectory(obs=tm, action=tm, reward=tm, terminated=tm, truncated=tm,
-                          behaviour_logits=tm, behaviour_value=tm if with_value else None,
+                          behaviour_dist_params=tm, behaviour_value=tm if with_value else None,
                           bootstrap_obs=env, core_state=jax.tree.map(lambda _: env, core_state),
                           first=tm if recurrent else None,
                           final_value=tm if final_value else None,

@@ -300,14 +300,14 @@ class _HostBuffers:
             discounted_return=np.zeros((t_len, n), np.float32),
         )
 
-    def trajectory(self, behaviour_logits, bootstrap_obs, core_state, firsts: list,
+    def trajectory(self, behaviour_dist_params, bootstrap_obs, core_state, firsts: list,
                    final_value: bool, discounted_return: bool) -> Trajectory:
         """The rollout's Trajectory ``[T, n, ...]`` (no behaviour values); ``firsts``: the
         episode starts of each step (empty for a feed-forward agent); ``final_value``,
         ``discounted_return``: the rollout carries that field."""
         return Trajectory(
             obs=self.obs, action=self.action, reward=self.reward, terminated=self.terminated,
-            truncated=self.truncated, behaviour_logits=behaviour_logits,
+            truncated=self.truncated, behaviour_dist_params=behaviour_dist_params,
             behaviour_value=None, bootstrap_obs=bootstrap_obs, core_state=core_state,
             first=np.stack(firsts) if firsts else None,
             final_value=self.final_value if final_value else None,

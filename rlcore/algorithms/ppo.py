@@ -5,7 +5,7 @@ lag is 0 (Anakin) those are the values the rollout computed, which the trajector
 carries as ``behaviour_value``; only ``bootstrap_obs`` needs a forward pass. Where it does
 not carry them (Sebulba: the actors do not ship values, and their params may be older) the
 learner recomputes the values of the whole rollout (one forward pass over ``obs`` and
-``bootstrap_obs``). The ratio uses ``behaviour_logits`` (the acting policy's distribution
+``bootstrap_obs``). The ratio uses ``behaviour_dist_params`` (the acting policy's distribution
 parameters).
 
 A recurrent agent's values come from one unroll of the core over each whole sequence
@@ -119,7 +119,7 @@ class PPO(FromHParams):
         return losses.PPOBatch(
             obs=traj.obs,
             action=traj.action,
-            behaviour_logits=traj.behaviour_logits,
+            behaviour_dist_params=traj.behaviour_dist_params,
             old_value=value_tm1,
             advantages=adv,
             targets=targets,

@@ -69,7 +69,7 @@ def make_trajectory(net, params, seed):
         reward=jnp.asarray(rng.normal(size=(T, B)), jnp.float32),
         terminated=jnp.asarray(terminated),
         truncated=jnp.asarray(truncated),
-        behaviour_logits=behaviour,
+        behaviour_dist_params=behaviour,
         behaviour_value=None,  # recomputed by PPO (params change between updates)
         bootstrap_obs=jnp.asarray(rng.normal(size=(B, OBS)), jnp.float32),
         core_state=core,

@@ -177,7 +177,7 @@ def _setup():
         reward=jnp.asarray(rng.normal(size=(_T, _B)), jnp.float32),
         terminated=jnp.asarray(terminated),
         truncated=jnp.asarray(truncated),
-        behaviour_logits=jnp.asarray(0.1 * rng.normal(size=(_T, _B, _A)), jnp.float32),
+        behaviour_dist_params=jnp.asarray(0.1 * rng.normal(size=(_T, _B, _A)), jnp.float32),
         behaviour_value=None,
         bootstrap_obs=jnp.asarray(rng.normal(size=(_B, _OBS)), jnp.float32),
     )
@@ -208,7 +208,7 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
         adv, targets = returns.gae(traj.reward, inputs.discount_t, value_all[:_T],
                                    inputs.value_t, inputs.lambda_)
         batch = losses.PPOBatch(obs=traj.obs, action=traj.action,
-                                behaviour_logits=traj.behaviour_logits,
+                                behaviour_dist_params=traj.behaviour_dist_params,
                                 old_value=value_all[:_T], advantages=adv, targets=targets)
         loss = lambda p: losses.ppo_loss(p, net.apply, batch, clip_eps=hp.clip_eps,
                                          vf_coef=hp.vf_coef, ent_coef=hp.ent_coef,

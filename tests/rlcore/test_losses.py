@@ -59,7 +59,7 @@ def _hand_batch():
     return losses.PPOBatch(
         obs=jnp.zeros((1, 2, 1)),
         action=jnp.ones((1, 2), jnp.int32),
-        behaviour_logits=jnp.array([[[0.0, 0.0], [0.0, math.log(5.0 / 4.0)]]]),
+        behaviour_dist_params=jnp.array([[[0.0, 0.0], [0.0, math.log(5.0 / 4.0)]]]),
         old_value=jnp.array([[1.5, -0.2]]),
         advantages=jnp.array([[2.0, -1.0]]),
         targets=jnp.array([[3.0, -1.0]]),
@@ -160,7 +160,7 @@ def _impala_case(seed=0, gaussian=False):
         reward=rng.normal(size=(_T, _B)).astype(np.float32),
         terminated=terminated,
         truncated=truncated,
-        behaviour_logits=behaviour.astype(np.float32),
+        behaviour_dist_params=behaviour.astype(np.float32),
         behaviour_value=np.zeros((_T, _B), np.float32),
         bootstrap_obs=rng.normal(size=(_B, _OBS)).astype(np.float32),
     )
@@ -177,7 +177,7 @@ def _np_log_probs(params, out, traj):
     output ``out [T, B, A]``: categorical (softmax), or with ``params["log_std"]`` a diagonal
     Gaussian, from scipy's normal log-density and entropy."""
     a = np.asarray(traj.action)
-    mu = np.asarray(traj.behaviour_logits, np.float64)
+    mu = np.asarray(traj.behaviour_dist_params, np.float64)
     if "log_std" not in params:
         log_p, mu_log_p = _np_log_softmax(out), _np_log_softmax(mu)
         take = lambda lp: np.take_along_axis(lp, a[..., None], -1)[..., 0]
@@ -282,7 +282,7 @@ def test_ppo_loss_gradients(norm_adv, clip_vloss):
         batch = losses.PPOBatch(
             obs=obs,
             action=jnp.asarray(rng.integers(0, _GA, size=(_GT, _GB)), jnp.int32),
-            behaviour_logits=dist.params().reshape(_GT, _GB, _GA),
+            behaviour_dist_params=dist.params().reshape(_GT, _GB, _GA),
             old_value=value.reshape(_GT, _GB) - 0.03,
             advantages=jnp.asarray(rng.normal(size=(_GT, _GB))),
             targets=jnp.asarray(rng.normal(size=(_GT, _GB))),
@@ -314,7 +314,7 @@ def test_impala_loss_gradients():
             reward=jnp.asarray(rng.normal(size=(_GT, _GB))),
             terminated=jnp.asarray(terminated),
             truncated=jnp.asarray(truncated),
-            behaviour_logits=jnp.asarray(rng.normal(size=(_GT, _GB, _GA))),
+            behaviour_dist_params=jnp.asarray(rng.normal(size=(_GT, _GB, _GA))),
             behaviour_value=jnp.zeros((_GT, _GB)),
             bootstrap_obs=jnp.asarray(rng.normal(size=(_GB, _GOBS))),
         )
@@ -330,7 +330,7 @@ def test_impala_loss_gradients():
         dist0, value0 = net.apply(params, obs_flat)
         _, boot0 = net.apply(params, traj.bootstrap_obs)
         log_p0 = jax.nn.log_softmax(dist0.logits.reshape(_GT, _GB, _GA))
-        mu = jax.nn.log_softmax(traj.behaviour_logits)
+        mu = jax.nn.log_softmax(traj.behaviour_dist_params)
         log_rhos = (jnp.take_along_axis(log_p0, traj.action[..., None], -1)
                     - jnp.take_along_axis(mu, traj.action[..., None], -1))[..., 0]
         value0 = value0.reshape(_GT, _GB)
@@ -364,7 +364,7 @@ def test_impala_clip_frac_ignores_on_policy_roundoff():
     traj = Trajectory(
         obs=jnp.zeros((t, b, 1)), action=jnp.zeros((t, b), jnp.int32),
         reward=jnp.zeros((t, b)), terminated=jnp.zeros((t, b), bool),
-        truncated=jnp.zeros((t, b), bool), behaviour_logits=logits, behaviour_value=None,
+        truncated=jnp.zeros((t, b), bool), behaviour_dist_params=logits, behaviour_value=None,
         bootstrap_obs=jnp.zeros((b, 1)))
 
     def clip_frac(shift):
@@ -392,7 +392,7 @@ def test_ppo_loss_gaussian_matches_numpy():
     targets = rng.normal(size=(_T, _B)).astype(np.float32)
     old_value = rng.normal(size=(_T, _B)).astype(np.float32)
     batch = losses.PPOBatch(obs=traj.obs, action=traj.action,
-                            behaviour_logits=traj.behaviour_logits, old_value=old_value,
+                            behaviour_dist_params=traj.behaviour_dist_params, old_value=old_value,
                             advantages=adv, targets=targets)
     loss, m = losses.ppo_loss(params, _linear_apply, batch, clip_eps=0.2, vf_coef=0.5,
                               ent_coef=0.01, clip_vloss=False, norm_adv=False)

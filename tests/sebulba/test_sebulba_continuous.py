@@ -54,8 +54,8 @@ def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
         assert losses and np.all(np.isfinite(losses)), r
     traj = seen[0]
     assert traj.action.shape == (8, 4, dim) and traj.action.dtype == np.float32
-    assert traj.behaviour_logits.shape == (8, 4, 2 * dim)
-    mean, log_std = np.split(np.asarray(traj.behaviour_logits), 2, axis=-1)
+    assert traj.behaviour_dist_params.shape == (8, 4, 2 * dim)
+    mean, log_std = np.split(np.asarray(traj.behaviour_dist_params), 2, axis=-1)
     np.testing.assert_array_equal(log_std, 0.0)
     z = np.asarray(traj.action) - mean
     assert 0.6 < z.std() < 1.5, z.std()

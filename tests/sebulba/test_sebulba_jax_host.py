@@ -86,6 +86,6 @@ def test_learner_data_independent_of_actor_threads():
     for other in batches[1:]:
         for u in one:
             for name in ("obs", "action", "reward", "terminated", "truncated",
-                         "bootstrap_obs", "behaviour_logits"):
+                         "bootstrap_obs", "behaviour_dist_params"):
                 np.testing.assert_array_equal(getattr(one[u], name), getattr(other[u], name),
                                               err_msg=f"{name} at update {u}")

@@ -102,7 +102,7 @@ def test_recurrent_cleanba_identical_under_jitter_and_threads(plain):
         a, b = batches[u], two_batches[u]
         assert a.core_state.h.shape == (8, 32) and a.core_state.c is None
         assert a.first.shape == (8, 8) and a.first.dtype == bool
-        for name in ("obs", "action", "reward", "first", "bootstrap_obs", "behaviour_logits"):
+        for name in ("obs", "action", "reward", "first", "bootstrap_obs", "behaviour_dist_params"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         np.testing.assert_array_equal(a.core_state.h, b.core_state.h)
     assert np.all(batches[0].core_state.h == 0) and batches[0].first[0].all()

@@ -123,7 +123,7 @@ def test_learner_data_independent_of_actor_layout(actors, threads, one_actor_thr
         b, o = base[u], other[u]
         for name in ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs"):
             np.testing.assert_array_equal(getattr(b, name), getattr(o, name), err_msg=name)
-        np.testing.assert_allclose(b.behaviour_logits, o.behaviour_logits, atol=1e-5)
+        np.testing.assert_allclose(b.behaviour_dist_params, o.behaviour_dist_params, atol=1e-5)
         np.testing.assert_allclose(b.final_value, o.final_value, atol=1e-5)
         assert b.behaviour_value is None  # actors do not ship values to the learner
 
