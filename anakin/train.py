@@ -34,9 +34,9 @@ from runtime.config import (
     MAX_SEED,
     DeviceCounts,
     ModeChecks,
+    check_field,
     derive,
     is_int,
-    positive_int,
     require,
 )
 from runtime.metrics import eval_scalars
@@ -306,8 +306,8 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
     require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
             "must be 0 (all) in a multi-process run")
-    positive_int(config, "updates_per_call")
-    positive_int(config, "num_seeds")
+    check_field(config, "updates_per_call")
+    check_field(config, "num_seeds")
     seed = config.seed  # checked with the shared fields; here only whether the seeds fit
     if config.num_seeds > 1 and is_int(seed):
         require(seed + config.num_seeds <= MAX_SEED, "num_seeds",

@@ -36,12 +36,11 @@ from runtime.config import (
     DeviceCounts,
     HostMemory,
     ModeChecks,
+    check_field,
     choice,
     derive,
     int_at_most,
-    int_in,
     is_int,
-    number,
     positive_int,
     require,
     shown,
@@ -73,16 +72,15 @@ def check_fields(config, counts: DeviceCounts) -> int:
         require(all(0 <= i < n_local for i in ids), field,
                 f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
         require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
-    positive_int(config, "num_actor_threads")
+    check_field(config, "num_actor_threads")
     require(config.num_seeds == 1, "num_seeds",
             f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
     require(not swept(config), "sweep",
             f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
     choice(config, "pipeline", pipeline.PIPELINES)
-    int_in(config, "env_threads", 0, ">= 0 (0: EnvPool's default)")
-    number(config, "queue_timeout_s")
-    require(config.queue_timeout_s > 0, "queue_timeout_s", "must be > 0")
+    check_field(config, "env_threads")
+    check_field(config, "queue_timeout_s")
     jitter = config.debug.actor_jitter_ms
     require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
             f"must be an integer >= 0, got {shown(jitter)}")
