@@ -57,7 +57,8 @@ class StepEnd:
     first: Any = None
 
 
-def end_of_step(reward, terminated, truncated, first, ret=None, ret_stats=None,
+def end_of_step(reward: Any, terminated: Any, truncated: Any, first: Any, ret: Any = None,
+                ret_stats: normalize.RunningStats | None = None,
                 reward_scaling: tuple[float, float] | None = None, xp: Any = jnp) -> StepEnd:
     """The ``StepEnd`` of a step with ``reward``, ``terminated``, ``truncated`` ``[B]``;
     ``first [B]``: the step's episode starts (None for a feed-forward agent); ``ret [B]``,
@@ -67,6 +68,8 @@ def end_of_step(reward, terminated, truncated, first, ret=None, ret_stats=None,
     done = terminated | truncated
     discounted_return = None
     if reward_scaling is not None:
+        if ret_stats is None:
+            raise ValueError("reward_scaling needs ret_stats, the return statistics")
         reward, discounted_return, ret = normalize.scale_rewards(
             reward, ret, done, ret_stats, *reward_scaling, xp=xp)
     return StepEnd(done=done, reward=reward, discounted_return=discounted_return, ret=ret,

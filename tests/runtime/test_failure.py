@@ -169,7 +169,9 @@ def test_workdir_made_read_only_mid_run_is_one_line(tmp_path):
             lines.append(line)
             if line.startswith("update 15/"):  # checkpoints 5, 10, 15 are on disk
                 break
-        done = subprocess.run(["mount", "--bind", str(empty), str(workdir)],
+        # Read-only from the start (util-linux binds and remounts in one command): a rw
+        # bind first would let the run fail into ``empty`` before the remount below.
+        done = subprocess.run(["mount", "--bind", "-o", "ro", str(empty), str(workdir)],
                               capture_output=True, text=True)
         if done.returncode != 0:
             pytest.skip(f"cannot bind-mount here ({done.stderr.strip() or 'not root'})")
