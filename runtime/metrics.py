@@ -25,6 +25,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime import failure, run_files
+from runtime.console_ticker import clock
 from runtime.fields import SWEEPABLE
 
 # The metrics.jsonl contract: every key that depends on the clock has one of these in its
@@ -194,7 +195,7 @@ class MetricsLogger:
         return (
             f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
             f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s}{eval_s} | "
-            f"ETA {'-' if eta is None else _hms(eta)}"
+            f"ETA {'-' if eta is None else clock(eta)}"
         )
 
     def close(self) -> None:
@@ -255,11 +256,6 @@ def _tb_prefix(tags: Mapping) -> str:
     """TensorBoard group of an agent's scalars, e.g. ``learning_rate_0.001/seed_3/``
     (characters TensorBoard accepts in a tag); none for one agent."""
     return "".join(f"{k}_{v}/" for k, v in tags.items())
-
-
-def _hms(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def write_config(workdir: str, config) -> None:

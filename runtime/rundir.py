@@ -18,6 +18,7 @@ docs/design.md, "Signals and checkpoints".
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -27,14 +28,19 @@ from runtime.checkpoint import Checkpointer
 from runtime.log_windows import LogWindows, truncate_metrics
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from runtime.run_checkpoints import restore_newest_good
+from runtime.console_ticker import Ticker
 from runtime.run_lines import (
+    compiling_line,
     extension_line,
     first_call_line,
     first_rollout_line,
     resuming_line,
+    still_compiling_line,
     stopping_line,
 )
 from runtime.run_timing import RunTiming
+
+COMPILE_EVERY_S = 30.0  # a line this often while a compile lasts
 
 
 class RunDir:
@@ -180,6 +186,20 @@ class RunDir:
             self.windows.save(self.workdir, update)
         with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
             self.ckpt.save(update, state)
+
+    @contextlib.contextmanager
+    def compiling(self, updates: int):
+        """While Anakin compiles its training call of ``updates`` updates: one line that
+        says so, then one every ``COMPILE_EVERY_S`` while it lasts, with the time so far
+        (process 0). Meanwhile XLA's native output (its slow-compile banner) goes to the
+        errors file, not the console (``failure.NativeOutput``)."""
+        if self.main:
+            print(compiling_line(updates), file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        ticker = Ticker(lambda now: still_compiling_line(now - start),
+                        first_s=COMPILE_EVERY_S, every_s=COMPILE_EVERY_S, enabled=self.main)
+        with failure.NativeOutput(failure.captured()), ticker:
+            yield
 
     def first_rollout(self, seconds: float) -> None:
         """Reports on the console that the learner got its first rollout (Sebulba: the

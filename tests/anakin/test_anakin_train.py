@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import jax
 import numpy as np
@@ -79,6 +80,36 @@ def test_same_seed_same_metrics(tmp_path):
     other = _short_config(seed=1)
     train(other, str(tmp_path / "c"), mesh=one_device_mesh())
     assert reproducible_part(read_metrics(tmp_path / "c")) != reproducible_part(a)
+
+
+def test_console_through_a_long_compile(tmp_path, monkeypatch, capfd):
+    """A compile made slow (0.7 s more, a line due every 0.2 s): Anakin says it compiles,
+    then that it still does, with the time so far; what native code writes on stderr
+    meanwhile (XLA's slow-compile banner) reaches errors.log, not the console."""
+    from runtime import failure
+    from runtime import rundir as rundir_module
+
+    monkeypatch.setattr(rundir_module, "COMPILE_EVERY_S", 0.2)
+    details = failure.Details(str(tmp_path / "errors.log"))
+    monkeypatch.setattr(failure, "_captured", details)
+    banner = b"E0000 slow_operation_alarm.cc:133] Very slow compile? If you want to file a bug"
+    compile_call = anakin_trainer.AnakinRun.compile
+
+    def slow_compile(run, state):
+        seconds = compile_call(run, state)
+        os.write(2, banner + b"\n")  # as XLA's C++ logging writes it
+        time.sleep(0.7)
+        return seconds
+
+    monkeypatch.setattr(anakin_trainer.AnakinRun, "compile", slow_compile)
+    train(_short_config(total_env_steps=16 * 32 * 10), str(tmp_path / "run"),
+          mesh=one_device_mesh())
+    lines = capfd.readouterr().err.splitlines()
+    assert lines[0] == "compiling the training call (10 updates)..."
+    still = [ln for ln in lines if ln.startswith("still compiling (0:00:0")]
+    assert len(still) >= 2 and lines[1:1 + len(still)] == still, lines
+    assert not [ln for ln in lines if "Very slow compile" in ln]
+    assert banner.decode() in (tmp_path / "errors.log").read_text() and details.lines == 1
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "impala"])
