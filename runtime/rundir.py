@@ -217,14 +217,15 @@ class RunDir:
             ahead of time, Anakin), then the call's own.
           compile_s: the ahead-of-time compile's seconds, or None.
           steady_from: ``(update, perf_counter time)`` from which the run's time per update
-            is steady (no compile in it), for the ETA; None: from now on.
+            is steady (no compile in it), for the ETA and SPS; None: from now on.
         """
         if self.main:
             print(first_call_line(updates, seconds, compile_s), file=sys.stderr)
         self.timing.first_call_done(updates, seconds, compile_s)
         if self.logger is not None:
-            self.logger.steady_from(*(steady_from or (self.logger.start_update + updates,
-                                                      time.perf_counter())))
+            update, at = steady_from or (self.logger.start_update + updates,
+                                         time.perf_counter())
+            self.logger.steady_from(update, at, update * self.steps_per_update)
 
     @property
     def history(self) -> list[dict]:
