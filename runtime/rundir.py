@@ -25,10 +25,10 @@ import time
 from rlcore.errors import ConfigError
 from runtime import cadence, distributed, failure, resume, signals
 from runtime.checkpoint import Checkpointer
+from runtime.console_ticker import Ticker
 from runtime.log_windows import LogWindows, truncate_metrics
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from runtime.run_checkpoints import restore_newest_good
-from runtime.console_ticker import Ticker
 from runtime.run_lines import (
     compiling_line,
     extension_line,
