@@ -112,6 +112,32 @@ def test_console_through_a_long_compile(tmp_path, monkeypatch, capfd):
     assert banner.decode() in (tmp_path / "errors.log").read_text() and details.lines == 1
 
 
+def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
+    """A run extended by a second command: its summary reads the whole metrics.jsonl (the
+    first command's lines too), gives the evaluation returns and the next commands."""
+    workdir = tmp_path / "run"
+
+    def args(total):
+        return ["--config=configs/cartpole_ppo.py", f"--workdir={workdir}",
+                "--config.num_envs=8", "--config.num_steps=16", "--config.anneal_lr=False",
+                "--config.log_every=5", "--config.updates_per_call=5",
+                "--config.eval_every=10", "--config.eval_episodes=2",
+                "--config.eval_max_steps=500", f"--config.total_env_steps={total}"]
+
+    assert run_entry("anakin.main", args(128 * 10)).returncode == 0
+    longer = run_entry("anakin.main", args(128 * 20))
+    assert longer.returncode == 0, longer.stderr
+    rows = read_metrics(str(workdir))
+    assert [r["update"] for r in rows] == [5, 10, 15, 20]
+    out = longer.stdout.splitlines()
+    assert out[0].startswith("learning curve") and out[1].startswith("           640 ->"), out
+    evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
+    assert len(evals) == 2 and any(ln.startswith("evaluation return (in training): ")
+                                   and ln.endswith(f"final {evals[-1]:.1f} (at 2,560 env "
+                                                   "steps)") for ln in out), out
+    assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "impala"])
 def test_one_vs_four_devices(algorithm):
     if jax.device_count() < 4:
