@@ -48,8 +48,8 @@ def prepare(config, mode: ModeChecks) -> None:
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
     """Runs ``prepare(config, mode)``, checks ``workdir`` and takes its lock (process 0;
     ``runtime.workdir_lock``), then (after moving the previous run aside when ``fresh``)
-    ``train(config, workdir)`` and prints the summary of the whole run; exits with the code of the outcome
-    (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
+    ``train(config, workdir)`` and prints the summary of the whole run; exits with the
+    code of the outcome (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
 
     def body():
         handlers, installed = signals.start()  # a signal from here on exits within seconds
