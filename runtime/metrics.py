@@ -14,6 +14,7 @@ directory without network (``wandb sync`` uploads it later).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -208,6 +209,17 @@ class MetricsLogger:
             f"SPS {sps_s} | return {ret_s}{eval_s} | "
             f"ETA {'-' if eta is None else clock(eta)}"
         )
+
+    def recall(self, rows) -> None:
+        """Takes the last known returns from earlier lines (``rows``, in order: a resumed
+        run's ``metrics.jsonl``), so that its first lines can show them."""
+        for _, step in itertools.groupby(rows, key=lambda r: r["update"]):
+            step = list(step)
+            keys = variant_keys(step[0])
+            for label, group in (group_by_variant(step, keys) if keys else [("", step)]):
+                mean = _mean_return(group)
+                if mean is not None:
+                    self._last_returns[label] = mean
 
     def _return_text(self, label: str, rows) -> str:
         """The mean return of ``rows``' episodes, kept as ``label``'s last known; without

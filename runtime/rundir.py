@@ -38,6 +38,7 @@ from runtime.run_lines import (
     still_compiling_line,
     stopping_line,
 )
+from runtime.run_summary import whole_run
 from runtime.run_timing import RunTiming
 
 COMPILE_EVERY_S = 30.0  # a line this often while a compile lasts
@@ -88,6 +89,8 @@ class RunDir:
         self._open_logger(start)
         if start:
             self.windows.load(self.workdir, start)
+            if self.main:  # the last known return of the lines before the checkpoint
+                self.logger.recall(whole_run(self.workdir, []))
         return state
 
     def _resume(self, fresh_state, steps: list[int]):

@@ -91,6 +91,9 @@ def test_progress_line_keeps_the_last_known_return_and_labels_sps():
     assert "| return 7.0 |" in logger.progress_line({**row, "episode_return": 7.0})
     assert "| return 7.0 (last) |" in logger.progress_line(row)
     assert "| SPS - |" in logger.progress_line({**row, "sps": None})
+    resumed = MetricsLogger(None, total_updates=4, console=False)
+    resumed.recall([{**row, "episode_return": 3.0}, {**row, "update": 2}])
+    assert "| return 3.0 (last) |" in resumed.progress_line({**row, "update": 3})
     rows = [{**row, "seed": s, "episode_return": 1.0} for s in range(4)]
     assert "| SPS 20 (4 agents) | return 1.0 (1.0..1.0, 4 agents) |" in logger.progress_line(
         rows)
