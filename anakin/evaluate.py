@@ -21,7 +21,7 @@ import jax
 
 from anakin.episodes import play_episodes
 from rlcore.networks import initial_core
-from rlcore.seeding import EVALUATE_STREAM, EvaluateRoots
+from rlcore.seeding import EvaluateRoots
 from runtime import evaluation as ev
 
 
@@ -66,8 +66,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
         frames = [to_frame(o) for o in obs0]
     header = [f"anakin.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
               f"{step} of {args.workdir}, {agent}",
-              f"eval seeds: keys of fold_in(key({seed}), {EVALUATE_STREAM}), a stream "
-              "training never uses"]
+              f"episodes drawn from seed {seed}, on keys training never uses (see "
+              "docs/evaluation.md)"]
     return ev.Evaluation(results=results, frames=frames, header=header)
 
 

@@ -253,7 +253,8 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     try:
         with SignalFlag() as flag:
-            compile_s = run.compile(state)  # (a finished run stopped in restore_or)
+            with rundir.compiling(config.updates_per_call):
+                compile_s = run.compile(state)  # (a finished run stopped in restore_or)
             first = True
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()

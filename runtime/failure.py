@@ -8,6 +8,9 @@ A command that runs under ``runtime.exits.run_command`` with a ``Details`` file 
   (``sys.unraisablehook``: "Exception ignored in ...", e.g. a checkpoint reader's coroutine
   or a TensorBoard writer's atexit callback). The hooks stay for the process's life, so a
   library thread that reports late still writes there;
+- while a compile runs (``NativeOutput``), what native code writes on file descriptor 2 goes
+  to that file too: XLA's C++ log lines, e.g. its "Very slow compile? If you want to file a
+  bug" banner; Python's ``sys.stderr`` keeps the console meanwhile;
 - on a runtime failure (exit 1), once the command's own ``finally`` blocks have shut the
   library threads down (checkpoint saves and reads, the TensorBoard writer): the whole
   traceback into the file, then one line on stderr (``summary_line``), then the console is
@@ -107,12 +110,22 @@ class _DetailsHandler(logging.Handler):
             pass
 
 
+_captured: Details | None = None  # the file ``capture`` sends library output to
+
+
+def captured() -> Details | None:
+    """The details file library output goes to (``capture``), or None."""
+    return _captured
+
+
 def capture(details: Details, *, console_logging: bool = False) -> None:
     """From now on, this process's library output goes to ``details`` (module docstring).
 
     Args:
       console_logging: keep the console's logging handlers too (``--verbosity`` given).
     """
+    global _captured
+    _captured = details
     def unraisable(u):
         where = f" in {u.object!r}" if u.object is not None else ""
         text = "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback))
@@ -155,6 +168,76 @@ def quiet_console(details: Details) -> None:
                 with contextlib.suppress(OSError):
                     os.dup2(target.fileno(), fd)
         return
+
+
+class NativeOutput:
+    """Between ``start`` and ``stop`` (or as a context manager), file descriptor 2 (what
+    native code such as XLA's C++ logging writes) points at the details file, while
+    ``sys.stderr`` writes to the console through a copy of the old descriptor. Without a
+    details file, or where it cannot be opened, nothing changes. The lines it took are
+    counted in the file's ``lines``; an empty file it created is removed.
+
+    Args:
+      details: the details file (``captured()``), or None.
+    """
+
+    def __init__(self, details: Details | None):
+        self.details = details
+        self._saved: tuple | None = None  # (console fd copy, Python's stderr, path, size)
+
+    def start(self) -> None:
+        if self._saved is not None or self.details is None:
+            return
+        path = self.details.path or self.details.fallback()
+        size = os.path.getsize(path) if os.path.exists(path) else None
+        try:
+            target = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError:
+            return
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        copy = os.dup(2)
+        previous = sys.stderr
+        encoding = getattr(previous, "encoding", None)
+        # Python's lines on the console; ``stop`` closes this stream (a late write by a
+        # thread that held it fails, it never lands in a file that reuses the descriptor).
+        sys.stderr = open(copy, "w", buffering=1, encoding=encoding,  # noqa: SIM115
+                          errors="backslashreplace", closefd=False)
+        os.dup2(target, 2)
+        os.close(target)
+        self._saved = (copy, previous, path, size)
+
+    def stop(self) -> None:
+        if self._saved is None:
+            return
+        copy, previous, path, size = self._saved
+        self._saved = None
+        console, sys.stderr = sys.stderr, previous
+        with contextlib.suppress(Exception):
+            console.close()
+        os.dup2(copy, 2)
+        os.close(copy)
+        self._count(path, size or 0, created=size is None)
+
+    def _count(self, path: str, before: int, created: bool) -> None:
+        """Counts the lines written to ``path`` past ``before`` bytes in the details file;
+        removes the file when it created it and nothing was written."""
+        with contextlib.suppress(OSError):
+            if os.path.getsize(path) <= before:
+                if created:
+                    os.remove(path)
+                return
+            with open(path, "rb") as f:
+                f.seek(before)
+                added = f.read().count(b"\n")
+            self.details.used, self.details.lines = path, self.details.lines + added
+
+    def __enter__(self) -> "NativeOutput":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def close_all(*closers) -> None:

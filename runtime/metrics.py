@@ -14,6 +14,7 @@ directory without network (``wandb sync`` uploads it later).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime import failure, run_files
+from runtime.console_ticker import clock
 from runtime.fields import SWEEPABLE
 
 # The metrics.jsonl contract: every key that depends on the clock has one of these in its
@@ -68,6 +70,7 @@ class MetricsLogger:
         self.start_update = start[0]
         self._last = (self.start, start[1])
         self._steady: tuple[int, float] | None = None  # (update, time) of steady_from
+        self._last_returns: dict[str, float] = {}  # per variant label: the last known return
         self._jsonl = None
         self._tb = None
         if workdir and write:
@@ -115,7 +118,8 @@ class MetricsLogger:
           env_steps: env steps done, per agent.
           agents: ``[(scalars, EpisodeSummary, tags)]``, one per agent; ``tags`` (e.g.
             ``{"seed": 3}``, empty for a single agent) go into that agent's line.
-          sps: per-agent env steps per second (default: since the previous log step).
+          sps: per-agent env steps per second (default: since the previous log step, or
+            since ``steady_from``: compile excluded; None when no update since counts).
           at: ``time.perf_counter()`` of the step, for ``wall_time`` (default: now).
 
         Returns:
@@ -123,8 +127,9 @@ class MetricsLogger:
         """
         now = time.perf_counter() if at is None else at
         last_time, last_steps = self._last
-        if sps is None:
-            sps = (env_steps - last_steps) / max(now - last_time, 1e-9)
+        if sps is None:  # none for a window of compiling updates only (``steady_from``)
+            steps = env_steps - last_steps
+            sps = steps / max(now - last_time, 1e-9) if steps > 0 else None
         self._last = (now, env_steps)
         rows = []
         for scalars, episodes, tags in agents:
@@ -158,10 +163,13 @@ class MetricsLogger:
             for key, value in _numbers(row, tags).items():
                 self._tb.add_scalar(prefix + key, value, row["env_steps"])
 
-    def steady_from(self, update: int, at: float) -> None:
+    def steady_from(self, update: int, at: float, env_steps: int | None = None) -> None:
         """Time per update is steady (no compile in it) from ``update`` reached at ``at``
-        (``time.perf_counter()``): the ETA is measured from there."""
+        (``time.perf_counter()``): the ETA is measured from there, and so is the default
+        SPS of the next line when ``env_steps`` (those of ``update``) is given."""
         self._steady = (update, at)
+        if env_steps is not None and env_steps >= self._last[1]:
+            self._last = (at, env_steps)
 
     def eta_s(self, done: int, now: float) -> float | None:
         """Seconds left after ``done`` updates at ``now``, at the steady rate since
@@ -174,28 +182,54 @@ class MetricsLogger:
     def progress_line(self, rows, variant_keys=()) -> str:
         """``update 10/122 | env steps 40,960 | SPS 12,345 | return 23.4 | ETA 0:00:12``;
         with several agents the return is their mean and range, ``return 23.4 (10.0..31.2,
-        8 agents)``, and SPS counts the env steps of all of them. With swept fields
-        (``variant_keys``) the return is given per variant, its mean over seeds:
-        ``return learning_rate=0.001: 23.4, learning_rate=0.0001: 12.0``."""
+        8 agents)``, and SPS counts the env steps of all of them, ``SPS 49,380 (4
+        agents)``. With swept fields (``variant_keys``) the return is given per variant,
+        its mean over seeds: ``return learning_rate=0.001: 23.4, learning_rate=0.0001:
+        12.0``. A return without an episode ended since the previous line is the last known
+        one, ``return 23.4 (last)``; SPS and ETA are ``-`` until known."""
         rows = [rows] if isinstance(rows, Mapping) else rows
         row = rows[0]
         done = row["update"]
         eta = self.eta_s(done, self.start + row["wall_time"])
         if variant_keys:
-            ret_s = ", ".join(f"{label}: {_mean_return(group)}"
+            ret_s = ", ".join(f"{label}: {self._return_text(label, group)}"
                               for label, group in group_by_variant(rows, variant_keys))
         else:
-            ret_s = _mean_return(rows)
+            ret_s = self._return_text("", rows)
             returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
             if len(rows) > 1 and returns:
                 ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
         evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
         eval_s = f" | eval return {sum(evals) / len(evals):.1f}" if evals else ""
+        sps_s = "-" if row["sps"] is None else f"{row['sps'] * len(rows):,.0f}"
+        if len(rows) > 1:
+            sps_s += f" ({len(rows)} agents)"
         return (
             f"update {done}/{self.total_updates} | env steps {row['env_steps']:,} | "
-            f"SPS {row['sps'] * len(rows):,.0f} | return {ret_s}{eval_s} | "
-            f"ETA {'-' if eta is None else _hms(eta)}"
+            f"SPS {sps_s} | return {ret_s}{eval_s} | "
+            f"ETA {'-' if eta is None else clock(eta)}"
         )
+
+    def recall(self, rows) -> None:
+        """Takes the last known returns from earlier lines (``rows``, in order: a resumed
+        run's ``metrics.jsonl``), so that its first lines can show them."""
+        for _, step in itertools.groupby(rows, key=lambda r: r["update"]):
+            step = list(step)
+            keys = variant_keys(step[0])
+            for label, group in (group_by_variant(step, keys) if keys else [("", step)]):
+                mean = _mean_return(group)
+                if mean is not None:
+                    self._last_returns[label] = mean
+
+    def _return_text(self, label: str, rows) -> str:
+        """The mean return of ``rows``' episodes, kept as ``label``'s last known; without
+        one, the last known marked ``(last)``, or ``-`` before any."""
+        mean = _mean_return(rows)
+        if mean is not None:
+            self._last_returns[label] = mean
+            return f"{mean:.1f}"
+        last = self._last_returns.get(label)
+        return "-" if last is None else f"{last:.1f} (last)"
 
     def close(self) -> None:
         """Closes every sink (each one even after another failed to close: their threads
@@ -228,9 +262,10 @@ def group_by_variant(rows, variant_keys) -> list[tuple[str, list[dict]]]:
     return list(groups.items())
 
 
-def _mean_return(rows) -> str:
+def _mean_return(rows) -> float | None:
+    """The mean ``episode_return`` of the rows that have one; None when none has."""
     returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
-    return f"{sum(returns) / len(returns):.1f}" if returns else "-"
+    return sum(returns) / len(returns) if returns else None
 
 
 def _numbers(row: Mapping, tags: Mapping) -> dict[str, float]:
@@ -255,11 +290,6 @@ def _tb_prefix(tags: Mapping) -> str:
     """TensorBoard group of an agent's scalars, e.g. ``learning_rate_0.001/seed_3/``
     (characters TensorBoard accepts in a tag); none for one agent."""
     return "".join(f"{k}_{v}/" for k, v in tags.items())
-
-
-def _hms(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def write_config(workdir: str, config) -> None:

@@ -1,11 +1,12 @@
-"""The console lines of a training run: resuming, extending, stopping on a signal, the
-first call. The run directory prints them on process 0 only."""
+"""The console lines of a training run: resuming, extending, stopping on a signal,
+compiling, the first call. The run directory prints them on process 0 only."""
 
 from __future__ import annotations
 
 import signal
 
 from runtime import signals
+from runtime.console_ticker import clock
 
 
 def resuming_line(update: int) -> str:
@@ -61,3 +62,14 @@ def first_call_line(updates: int, seconds: float, compile_s: float | None) -> st
         return f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s"
     return (f"first call ({updates} {noun}) ran in {seconds:.1f} s, after a "
             f"compile of {compile_s:.1f} s")
+
+
+def compiling_line(updates: int) -> str:
+    """Anakin begins to compile its training call of ``updates`` updates."""
+    noun = "update" if updates == 1 else "updates"
+    return f"compiling the training call ({updates} {noun})..."
+
+
+def still_compiling_line(seconds: float) -> str:
+    """A compile has lasted ``seconds`` so far."""
+    return f"still compiling ({clock(seconds)})"

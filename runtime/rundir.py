@@ -18,23 +18,30 @@ docs/design.md, "Signals and checkpoints".
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
 from rlcore.errors import ConfigError
 from runtime import cadence, distributed, failure, resume, signals
 from runtime.checkpoint import Checkpointer
+from runtime.console_ticker import Ticker
 from runtime.log_windows import LogWindows, truncate_metrics
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from runtime.run_checkpoints import restore_newest_good
 from runtime.run_lines import (
+    compiling_line,
     extension_line,
     first_call_line,
     first_rollout_line,
     resuming_line,
+    still_compiling_line,
     stopping_line,
 )
+from runtime.run_summary import whole_run
 from runtime.run_timing import RunTiming
+
+COMPILE_EVERY_S = 30.0  # a line this often while a compile lasts
 
 
 class RunDir:
@@ -82,6 +89,8 @@ class RunDir:
         self._open_logger(start)
         if start:
             self.windows.load(self.workdir, start)
+            if self.main:  # the last known return of the lines before the checkpoint
+                self.logger.recall(whole_run(self.workdir, []))
         return state
 
     def _resume(self, fresh_state, steps: list[int]):
@@ -181,6 +190,20 @@ class RunDir:
         with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
             self.ckpt.save(update, state)
 
+    @contextlib.contextmanager
+    def compiling(self, updates: int):
+        """While Anakin compiles its training call of ``updates`` updates: one line that
+        says so, then one every ``COMPILE_EVERY_S`` while it lasts, with the time so far
+        (process 0). Meanwhile XLA's native output (its slow-compile banner) goes to the
+        errors file, not the console (``failure.NativeOutput``)."""
+        if self.main:
+            print(compiling_line(updates), file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        ticker = Ticker(lambda now: still_compiling_line(now - start),
+                        first_s=COMPILE_EVERY_S, every_s=COMPILE_EVERY_S, enabled=self.main)
+        with failure.NativeOutput(failure.captured()), ticker:
+            yield
+
     def first_rollout(self, seconds: float) -> None:
         """Reports on the console that the learner got its first rollout (Sebulba: the
         actors compiled their policy and stepped their envs), ``seconds`` after the start."""
@@ -197,14 +220,15 @@ class RunDir:
             ahead of time, Anakin), then the call's own.
           compile_s: the ahead-of-time compile's seconds, or None.
           steady_from: ``(update, perf_counter time)`` from which the run's time per update
-            is steady (no compile in it), for the ETA; None: from now on.
+            is steady (no compile in it), for the ETA and SPS; None: from now on.
         """
         if self.main:
             print(first_call_line(updates, seconds, compile_s), file=sys.stderr)
         self.timing.first_call_done(updates, seconds, compile_s)
         if self.logger is not None:
-            self.logger.steady_from(*(steady_from or (self.logger.start_update + updates,
-                                                      time.perf_counter())))
+            update, at = steady_from or (self.logger.start_update + updates,
+                                         time.perf_counter())
+            self.logger.steady_from(update, at, update * self.steps_per_update)
 
     @property
     def history(self) -> list[dict]:

@@ -16,7 +16,7 @@ import os
 from rlcore.errors import ConfigError
 from runtime import distributed, exits, failure, memory, signals, workdir_lock
 from runtime.config import ModeChecks, validate, validate_distributed
-from runtime.run_summary import print_summary
+from runtime.run_summary import next_steps_line, print_summary, whole_run
 from runtime.workdir import check_workdir, start_fresh
 
 # How a training command reports its errors (any other is a traceback and exit 1).
@@ -48,8 +48,8 @@ def prepare(config, mode: ModeChecks) -> None:
 def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
     """Runs ``prepare(config, mode)``, checks ``workdir`` and takes its lock (process 0;
     ``runtime.workdir_lock``), then (after moving the previous run aside when ``fresh``)
-    ``train(config, workdir)`` and prints the summary; exits with the code of the outcome
-    (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
+    ``train(config, workdir)`` and prints the summary of the whole run; exits with the
+    code of the outcome (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
 
     def body():
         handlers, installed = signals.start()  # a signal from here on exits within seconds
@@ -80,4 +80,6 @@ def _run(config, workdir, mode: ModeChecks, train, fresh: bool) -> None:
         start_fresh(workdir)
     rows = train(config, workdir)
     if distributed.is_main_process():  # one console for the run: process 0's
-        print_summary(rows)
+        print_summary(whole_run(workdir, rows))  # a resumed run's earlier lines too
+        if workdir:
+            print(next_steps_line(mode.name, workdir))

@@ -58,8 +58,8 @@ def define_flags(config: str, workdir: str, mode: str) -> TrainFlags:
             "workdir", workdir, "Run directory (config.json, metrics.jsonl, checkpoints/); a "
             "run there is resumed from its newest checkpoint."),
         flags.DEFINE_bool(
-            "fresh", False, "Start over: move the previous run in --workdir aside (to "
-            "previous-<time>/) instead of resuming from its checkpoint."),
+            "fresh", False, "Start over: move the previous run in --workdir beside it (to "
+            "<workdir>.old-<time>/) instead of resuming from its checkpoint."),
     )
     flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
     return TrainFlags(*holders, default_config=config, mode=mode)

@@ -1,7 +1,8 @@
 """A run directory before a run starts: ``--workdir`` must be a writable directory
 (``check_workdir``, before anything compiles), and ``--fresh`` moves the previous run's
-files to ``previous-<time>/`` instead of resuming them (``start_fresh``; nothing is
-deleted).
+files beside the workdir, to ``<workdir>.old-<time>/``, instead of resuming them
+(``start_fresh``; nothing is deleted). Beside, not inside: TensorBoard pointed at the workdir
+or its parent shows the old run as a run of its own, not as part of the new one.
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ from runtime.output_paths import file_in_the_way
 
 
 def set_aside_previous_run(workdir: str) -> str | None:
-    """``--fresh``: moves what a run wrote in ``workdir`` (``run_files.RUN_ENTRIES``: checkpoints,
-    metrics, config, log windows, event files) into ``workdir/previous-<UTC time>/``;
-    returns that folder, or None when there was nothing to move. Nothing is deleted."""
+    """``--fresh``: moves what a run wrote in ``workdir`` (``run_files.RUN_ENTRIES``:
+    checkpoints, metrics, config, log windows, event files) into a new folder beside it,
+    ``<workdir>.old-<UTC time>/``; returns that folder, or None when there was nothing to
+    move. Nothing is deleted; ``run.lock`` and other files stay."""
     entries = sorted({p for pattern in run_files.RUN_ENTRIES
                       for p in glob.glob(os.path.join(glob.escape(workdir), pattern))})
     if not entries:
         return None
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target, n = os.path.join(workdir, f"previous-{stamp}"), 1
+    base = f"{os.path.normpath(workdir)}.old-{stamp}"
+    target, n = base, 1
     while os.path.exists(target):
         n += 1
-        target = os.path.join(workdir, f"previous-{stamp}-{n}")
+        target = f"{base}-{n}"
     os.makedirs(target)
     for entry in entries:
         os.rename(entry, os.path.join(target, os.path.basename(entry)))

@@ -27,13 +27,7 @@ from typing import Callable
 import jax
 
 from rlcore.networks import initial_core
-from rlcore.seeding import (
-    EVALUATE_STREAM,
-    HOST_EVAL_SEED_BASE,
-    HOST_EVALUATE_SEED_BASE,
-    EvaluateRoots,
-    evaluate_host_seed,
-)
+from rlcore.seeding import EvaluateRoots, evaluate_host_seed
 from runtime import evaluation as ev
 from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.host_envs import make_host_env
@@ -80,10 +74,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
         env.close()
     header = [f"sebulba.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
               f"{step} of {args.workdir}",
-              f"eval seeds: env i seeded {base_seed} + i (training's are below "
-              f"{HOST_EVAL_SEED_BASE}, in-training evaluation's below "
-              f"{HOST_EVALUATE_SEED_BASE}), action keys of fold_in(key({config.seed}), "
-              f"{EVALUATE_STREAM})"]
+              f"episodes drawn from seed {config.seed}, on env seeds and keys training "
+              "never uses (see docs/evaluation.md)"]
     return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header)
 
 

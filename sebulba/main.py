@@ -1,7 +1,7 @@
 """Sebulba entry point: ``python -m sebulba.main --config=configs/atari_ppo.py``.
 
 Resumes from the newest good checkpoint in ``--workdir``; ``--fresh`` moves the previous run
-aside (to ``previous-<time>/``) and starts over.
+beside the workdir (to ``<workdir>.old-<time>/``) and starts over.
 Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 """
 

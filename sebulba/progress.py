@@ -2,8 +2,9 @@
 
 A run whose updates are short prints only its log lines. When the learner spends more than
 ``FIRST_S`` in one stage of an update (waiting for the actors' rollouts, compiling its step,
-training, evaluating), a thread prints one line on stderr, then one every ``EVERY_S`` while
-the stage lasts, saying what the learner does and what the actors have done meanwhile::
+training, evaluating), a thread (``runtime.console_ticker``) prints one line on stderr, then
+one every ``EVERY_S`` while the stage lasts, saying what the learner does and what the actors
+have done meanwhile::
 
     learner: update 14/100 training for 0:02:30; actors: rollout for update 15 ready
     (2/2 threads, 2,345 env steps/s while stepping)
@@ -15,10 +16,10 @@ room in the queue). Only process 0 prints (``enabled``).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
+from runtime.console_ticker import Ticker, clock
 from sebulba.timers import STEPPING
 
 FIRST_S = 30.0  # a stage this long gets its first line
@@ -26,12 +27,6 @@ EVERY_S = 60.0  # then one line this often while it lasts
 TICK_S = 1.0  # how often the thread looks
 # The learner's stages of an update (``Progress.stage``).
 WAITING, COMPILING, TRAINING, EVALUATING = "waiting", "compiling", "training", "evaluating"
-
-
-def clock(seconds: float) -> str:
-    """``h:mm:ss``."""
-    s = int(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 class Progress:
@@ -50,13 +45,9 @@ class Progress:
         self._steps = env_steps_per_item
         self._lock = threading.Lock()
         self._stage: tuple[int, str, float] | None = None  # (update index, name, since)
-        self._due = 0.0
         self._note = ""
-        self._closed = threading.Event()
-        self._thread = None
-        if enabled:
-            self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
-            self._thread.start()
+        self._ticker = Ticker(self.line, first_s=FIRST_S, every_s=EVERY_S, tick_s=TICK_S,
+                              enabled=enabled)
 
     def stage(self, update: int, name: str | None) -> None:
         """The learner begins stage ``name`` of update ``update + 1`` (``update``: the
@@ -70,7 +61,7 @@ class Progress:
                     and previous[0] == update):
                 self._note = f" (after compiling for {clock(now - previous[2])})"
             self._stage = None if name is None else (update, name, now)
-            self._due = now + FIRST_S
+        self._ticker.restart(now)
 
     def line(self, now: float) -> str | None:
         """The line for the current stage at ``now``, or None when there is none."""
@@ -97,20 +88,6 @@ class Progress:
             text += f", {rate:,.0f} env steps/s while stepping"
         return text + ")"
 
-    def _run(self) -> None:
-        while not self._closed.wait(TICK_S):
-            now = time.perf_counter()
-            with self._lock:
-                due = self._stage is not None and now >= self._due
-                if due:
-                    self._due = now + EVERY_S
-            line = self.line(now) if due else None
-            if line is not None:  # one write: whole, beside the main thread's lines
-                sys.stderr.write(line + "\n")
-                sys.stderr.flush()
-
     def close(self) -> None:
         """Stops the thread."""
-        self._closed.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
+        self._ticker.close()

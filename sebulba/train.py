@@ -269,6 +269,8 @@ class LearnerLoop:
         compiles the learner step) is done; None after.
       actors, queues: the actor threads and their queues (the learner's order).
       progress: the console's progress lines (once the actors run).
+      native: XLA's native output to the errors file, until the first update is done (its
+        compiles: ``failure.NativeOutput``).
       flag, board: this process's signal flag and every process's (``distributed.StopBoard``).
       in_flight: a signal left an update running on the devices.
     """
@@ -285,6 +287,7 @@ class LearnerLoop:
     actors: list = dataclasses.field(default_factory=list)
     queues: list = dataclasses.field(default_factory=list)
     progress: Progress | None = None
+    native: failure.NativeOutput | None = None
     flag: SignalFlag | None = None
     board: distributed.StopBoard | None = None
     in_flight: bool = False
@@ -308,6 +311,8 @@ class LearnerLoop:
         """Starts the actor threads and the progress lines, under the signal ``flag``."""
         run = self.run
         self.flag = flag
+        self.native = failure.NativeOutput(failure.captured())
+        self.native.start()  # the actors compile their policies, the learner its step
         self.actors, self.queues = run.start_actors(self.start, run.derived.num_updates,
                                                     self.server, self.stop)
         self.progress = Progress(self.queues, run.derived.num_updates,
@@ -398,6 +403,7 @@ class LearnerLoop:
         now = time.perf_counter()
         self.rundir.first_call_done(1, now - self.compile_from, steady_from=(u + 1, now))
         self.compile_from = None
+        self.native.stop()
 
     def record(self, u: int, out, items: list[RolloutItem], stages: timers.Timers) -> None:
         """Update ``u``'s evaluation (when due), metrics line and checkpoint (and exit on a
@@ -421,7 +427,8 @@ class LearnerLoop:
             _join(self.actors, ABANDON_JOIN_S if self.in_flight else JOIN_TIMEOUT_S,
                   quiet=self.in_flight)
         finally:
-            closers = [self.rundir.close,
+            closers = [*([self.native.stop] if self.native is not None else []),
+                       self.rundir.close,
                        *([self.evaluator.close] if self.evaluator is not None else []),
                        *([self.progress.close] if self.progress is not None else [])]
             failure.close_all(*closers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import jax
 import numpy as np
@@ -79,6 +80,62 @@ def test_same_seed_same_metrics(tmp_path):
     other = _short_config(seed=1)
     train(other, str(tmp_path / "c"), mesh=one_device_mesh())
     assert reproducible_part(read_metrics(tmp_path / "c")) != reproducible_part(a)
+
+
+def test_console_through_a_long_compile(tmp_path, monkeypatch, capfd):
+    """A compile made slow (0.7 s more, a line due every 0.2 s): Anakin says it compiles,
+    then that it still does, with the time so far; what native code writes on stderr
+    meanwhile (XLA's slow-compile banner) reaches errors.log, not the console."""
+    from runtime import failure
+    from runtime import rundir as rundir_module
+
+    monkeypatch.setattr(rundir_module, "COMPILE_EVERY_S", 0.2)
+    details = failure.Details(str(tmp_path / "errors.log"))
+    monkeypatch.setattr(failure, "_captured", details)
+    banner = b"E0000 slow_operation_alarm.cc:133] Very slow compile? If you want to file a bug"
+    compile_call = anakin_trainer.AnakinRun.compile
+
+    def slow_compile(run, state):
+        seconds = compile_call(run, state)
+        os.write(2, banner + b"\n")  # as XLA's C++ logging writes it
+        time.sleep(0.7)
+        return seconds
+
+    monkeypatch.setattr(anakin_trainer.AnakinRun, "compile", slow_compile)
+    train(_short_config(total_env_steps=16 * 32 * 10), str(tmp_path / "run"),
+          mesh=one_device_mesh())
+    lines = capfd.readouterr().err.splitlines()
+    assert lines[0] == "compiling the training call (10 updates)..."
+    still = [ln for ln in lines if ln.startswith("still compiling (0:00:0")]
+    assert len(still) >= 2 and lines[1:1 + len(still)] == still, lines
+    assert not [ln for ln in lines if "Very slow compile" in ln]
+    assert banner.decode() in (tmp_path / "errors.log").read_text() and details.lines == 1
+
+
+def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
+    """A run extended by a second command: its summary reads the whole metrics.jsonl (the
+    first command's lines too), gives the evaluation returns and the next commands."""
+    workdir = tmp_path / "run"
+
+    def args(total):
+        return ["--config=configs/cartpole_ppo.py", f"--workdir={workdir}",
+                "--config.num_envs=8", "--config.num_steps=16", "--config.anneal_lr=False",
+                "--config.log_every=5", "--config.updates_per_call=5",
+                "--config.eval_every=10", "--config.eval_episodes=2",
+                "--config.eval_max_steps=500", f"--config.total_env_steps={total}"]
+
+    assert run_entry("anakin.main", args(128 * 10)).returncode == 0
+    longer = run_entry("anakin.main", args(128 * 20))
+    assert longer.returncode == 0, longer.stderr
+    rows = read_metrics(str(workdir))
+    assert [r["update"] for r in rows] == [5, 10, 15, 20]
+    out = longer.stdout.splitlines()
+    assert out[0].startswith("learning curve") and out[1].startswith("           640 ->"), out
+    evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
+    assert len(evals) == 2 and any(ln.startswith("evaluation return (in training): ")
+                                   and ln.endswith(f"final {evals[-1]:.1f} (at 2,560 env "
+                                                   "steps)") for ln in out), out
+    assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "impala"])

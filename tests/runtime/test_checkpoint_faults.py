@@ -233,17 +233,20 @@ def test_no_good_checkpoint_is_one_line_and_moves_nothing(tmp_path, capsys):
     assert "checkpoint:" not in capsys.readouterr().err
 
 
-def test_fresh_moves_the_previous_run_aside(tmp_path):
-    _train(tmp_path, range(1, 5))
-    (tmp_path / "events.out.tfevents.1.host").write_text("x")
-    (tmp_path / "notes.txt").write_text("mine")
-    moved = set_aside_previous_run(str(tmp_path))
-    assert os.path.basename(moved).startswith("previous-")
+def test_fresh_moves_the_previous_run_beside_the_workdir(tmp_path):
+    workdir = tmp_path / "demo"
+    workdir.mkdir()
+    _train(workdir, range(1, 5))
+    (workdir / "events.out.tfevents.1.host").write_text("x")
+    (workdir / "notes.txt").write_text("mine")
+    moved = set_aside_previous_run(str(workdir))
+    assert os.path.dirname(moved) == str(tmp_path)
+    assert os.path.basename(moved).startswith("demo.old-")
     assert {"checkpoints", "config.json", "events.out.tfevents.1.host", "log_state",
             "metrics.jsonl"} <= set(os.listdir(moved))
-    assert sorted(os.listdir(tmp_path)) == sorted(["notes.txt", os.path.basename(moved)])
+    assert sorted(os.listdir(workdir)) == ["notes.txt"]
     assert checkpoint_steps(moved) == [2, 4]
-    assert set_aside_previous_run(str(tmp_path)) is None  # nothing left to move
+    assert set_aside_previous_run(str(workdir)) is None  # nothing left to move
 
 
 def test_short_reason_keeps_the_status_the_cause_and_the_file():

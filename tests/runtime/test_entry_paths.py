@@ -153,20 +153,22 @@ def _previous_run(workdir) -> None:
         rundir.close()
 
 
-def test_fresh_moves_the_previous_run_aside_and_starts_at_update_0(tmp_path):
-    _previous_run(tmp_path)
-    before = read_metrics(tmp_path)
+def test_fresh_moves_the_previous_run_beside_and_starts_at_update_0(tmp_path):
+    workdir = tmp_path / "demo"
+    _previous_run(workdir)
+    before = read_metrics(workdir)
     # The program of the test above (6 updates): compiled once per session.
-    proc = run_entry("anakin.main", [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}",
+    proc = run_entry("anakin.main", [CONFIG, *TINY, _steps(6), f"--workdir={workdir}",
                                      "--fresh"], timeout_s=120)
     assert proc.returncode == 0, proc.stderr
     line = _one_line(proc, "fresh start:")
-    previous = [d for d in os.listdir(tmp_path) if d.startswith("previous-")]
+    previous = [d for d in os.listdir(tmp_path) if d.startswith("demo.old-")]
     assert len(previous) == 1 and line.endswith(f"{tmp_path / previous[0]}/"), line
+    assert not [d for d in os.listdir(workdir) if ".old-" in d]  # beside, not inside
     assert "resuming" not in proc.stderr
-    assert [r["update"] for r in read_metrics(tmp_path)] == [2, 4, 6]
-    assert read_metrics(tmp_path)[0]["env_steps"] == 256  # this run's, from update 0
-    assert checkpoint_steps(tmp_path) == [2, 4, 6]
+    assert [r["update"] for r in read_metrics(workdir)] == [2, 4, 6]
+    assert read_metrics(workdir)[0]["env_steps"] == 256  # this run's, from update 0
+    assert checkpoint_steps(workdir) == [2, 4, 6]
     # The previous run, kept whole.
     assert read_metrics(tmp_path / previous[0]) == before
     assert checkpoint_steps(tmp_path / previous[0]) == [2, 4]

@@ -80,3 +80,31 @@ def test_progress_line_shows_the_evaluation_return():
     rows = [{"update": 2, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "episode_return": r,
              "eval/episode_return": e} for r, e in ((1.0, 10.0), (3.0, 20.0))]
     assert "| return 2.0 (1.0..3.0, 2 agents) | eval return 15.0 |" in logger.progress_line(rows)
+
+
+def test_progress_line_keeps_the_last_known_return_and_labels_sps():
+    """A window without an ended episode shows the last known return, marked; SPS counts
+    every agent and says how many; ``-`` where nothing is known yet."""
+    logger = MetricsLogger(None, total_updates=4, console=False)
+    row = {"update": 1, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "episode_return": None}
+    assert "| return - |" in logger.progress_line(row)
+    assert "| return 7.0 |" in logger.progress_line({**row, "episode_return": 7.0})
+    assert "| return 7.0 (last) |" in logger.progress_line(row)
+    assert "| SPS - |" in logger.progress_line({**row, "sps": None})
+    resumed = MetricsLogger(None, total_updates=4, console=False)
+    resumed.recall([{**row, "episode_return": 3.0}, {**row, "update": 2}])
+    assert "| return 3.0 (last) |" in resumed.progress_line({**row, "update": 3})
+    rows = [{**row, "seed": s, "episode_return": 1.0} for s in range(4)]
+    assert "| SPS 20 (4 agents) | return 1.0 (1.0..1.0, 4 agents) |" in logger.progress_line(
+        rows)
+
+
+def test_sps_counts_from_the_steady_point():
+    """After ``steady_from`` (the compiling first update done at 50 s), a line's SPS counts
+    only the updates since; a line of the compiling update alone has none."""
+    logger = MetricsLogger(None, total_updates=10, console=False)
+    one = [({}, EpisodeSummary.zero(), {})]
+    logger.steady_from(1, logger.start + 50.0, 100)
+    assert logger.log_agents(1, 100, one, at=logger.start + 50.0)[0]["sps"] is None
+    assert logger.log_agents(3, 300, one, at=logger.start + 52.0)[0]["sps"] == pytest.approx(
+        100.0)
