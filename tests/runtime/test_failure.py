@@ -24,8 +24,9 @@ from tests.helpers import REPO, checkpoint_steps, entry_env, run_entry
 from tests.runtime.test_checkpoint_faults import _damage
 
 # What a training run's console may hold (besides the one summary line of a failure).
-PROGRESS = ("first call (", "first rollout after ", "update ", "resuming from update ",
-            "learning curve", "  ", "best logged mean return", "final ", "library messages: ")
+PROGRESS = ("compiling the training call (", "still compiling (", "first call (",
+            "first rollout after ", "update ", "resuming from update ", "learning curve", "  ",
+            "best logged mean return", "final ", "library messages: ")
 
 
 def test_summary_names_the_first_failure_its_work_and_our_frame(tmp_path):
