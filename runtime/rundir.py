@@ -60,7 +60,8 @@ class RunDir:
         self.main = distributed.is_main_process()
         self.ckpt = Checkpointer(workdir, cleanup_tmp=True) if workdir else None
         self.logger: MetricsLogger | None = None
-        self.windows = LogWindows(agent_tags or [{}])
+        self.agent_tags = agent_tags or [{}]
+        self.windows = LogWindows(self.agent_tags)
         self.timing = RunTiming()
 
     def restore_or(self, fresh_state):
@@ -110,7 +111,8 @@ class RunDir:
         try:
             self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
                                         console=self.main, wandb=wandb,
-                                        start=(start, start * self.steps_per_update))
+                                        start=(start, start * self.steps_per_update),
+                                        agents=self.agent_tags)
         except ConfigError as e:  # W&B would not start (process 0 only starts it)
             failed = e
         if wandb and not distributed.all_processes_agree(failed is None):
