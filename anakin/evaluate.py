@@ -57,7 +57,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     env = registry.make_jax_env(config.env_id, **overrides) if overrides else run.env
-    results, obs0 = play_episodes(env, run.network.apply, params, EvaluateRoots.from_seed(seed),
+    results, obs0, return0 = play_episodes(env, run.network.apply, params, EvaluateRoots.from_seed(seed),
                                   args.episodes, args.greedy,
                                   functools.partial(initial_core, run.network))
     frames = []
@@ -68,7 +68,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
               f"{step} of {args.workdir}, {agent}",
               f"eval seeds: keys of fold_in(key({seed}), {EVALUATE_STREAM}), a stream "
               "training never uses"]
-    return ev.Evaluation(results=results, frames=frames, header=header)
+    return ev.Evaluation(results=results, frames=frames, header=header,
+                         frame_returns=list(return0) if args.video else [])
 
 
 def main() -> None:

@@ -84,7 +84,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
               f"{HOST_EVAL_SEED_BASE}, in-training evaluation's below "
               f"{HOST_EVALUATE_SEED_BASE}), action keys of fold_in(key({config.seed}), "
               f"{EVALUATE_STREAM})"]
-    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header)
+    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header,
+                         frame_returns=episodes.frame_returns)
 
 
 def main() -> None:
