@@ -3,8 +3,8 @@
 ``obs_frame_fn(obs_shape, obs_dtype, name, grid)`` says how one observation becomes a uint8
 ``[H, W, 3]`` picture: CartPole: a cart-and-pole drawing; Pendulum: the pendulum; image and
 grid observations: scaled up nearest-neighbour to at least ``MIN_FRAME_SIDE`` pixels; other
-vectors (MuJoCo's, Brax's: their renderers need OpenGL or a download, which a CPU host
-lacks): labelled bars. ``envs.registry.obs_frame_fn`` answers it for an env id, so the modes
+vectors (EnvPool's MuJoCo envs, and Brax's where its renderer cannot run: ``envs.brax``):
+labelled bars. ``envs.registry.obs_frame_fn`` answers it for an env id, so the modes
 never look at env names. Numpy, and Pillow for text (``caption``).
 """
 
