@@ -51,6 +51,10 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from runtime.config import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
+    if args.video and registry.resolve(config.env_id, registry.ANAKIN).library == registry.BRAX:
+        from envs.brax import prefer_egl
+
+        prefer_egl()  # before Brax loads MuJoCo (validation does): its renderer draws
     config = ev.one_device_config(config)
     validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
     run = AnakinRun(config, mesh=data_mesh(jax.devices()[:1]))

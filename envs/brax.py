@@ -75,18 +75,26 @@ def _brax_numpy():
 
 
 def _get_environment(name: str, **kwargs: Any):
-    os.environ.setdefault("MUJOCO_GL", "egl")  # read once, when MuJoCo loads
     with _quiet(), _brax_numpy():
         from brax import envs as brax_envs
 
         return brax_envs.get_environment(name, **kwargs)
 
 
+def prefer_egl() -> None:
+    """Asks MuJoCo for an EGL context (``MUJOCO_GL=egl``; read once, when MuJoCo loads, so
+    call it before the first Brax env) where the user chose none and an EGL library is
+    installed: it needs no display, and Mesa's software EGL draws on CPU. (With the variable
+    naming a missing library, importing MuJoCo fails: hence the check.)"""
+    import ctypes.util
+
+    if "MUJOCO_GL" not in os.environ and ctypes.util.find_library("EGL"):
+        os.environ["MUJOCO_GL"] = "egl"
+
+
 def renderer_problem(model) -> str | None:
     """Why Brax's renderer (MuJoCo's, through ``brax.io.image``) cannot draw ``model`` on
-    this host; None when it can. It needs an OpenGL context: ``MUJOCO_GL=egl`` (set here
-    unless the user set it, before MuJoCo loads) gives one without a display where EGL is
-    installed (Mesa's software EGL draws on CPU)."""
+    this host; None when it can. It needs an OpenGL context (``prefer_egl``)."""
     try:
         import mujoco
 

@@ -82,3 +82,20 @@ def test_the_y_axis_fits_the_env():
     assert run_curves.return_label(["envpool:Breakout-v5"]) == (
         "mean episode return (game score, unclipped)")
     assert run_curves.return_label(["Breakout-v5", "CartPole-v1"]) == "mean episode return"
+
+
+def test_a_3_by_2_sweep_run_writes_its_curve(tmp_path):
+    """A real Anakin run of 3 learning rates x 2 seeds draws curve.png as it closes, from
+    lines that group into 3 variants of 2 seeds."""
+    from anakin.train import train
+    from configs import cartpole_ppo
+
+    c = cartpole_ppo.get_config()
+    c.num_envs, c.num_steps, c.total_env_steps = 8, 32, 8 * 32 * 4
+    c.log_every, c.updates_per_call, c.num_devices, c.num_seeds = 1, 4, 1, 2
+    c.sweep.learning_rate = (1e-4, 3e-4, 1e-3)
+    train(c, str(tmp_path))
+    assert _png(tmp_path / "curve.png")
+    lines = run_curves.run_lines(run_curves.read_metrics(str(tmp_path)))
+    assert [(line.label, line.seeds) for line in lines] == [
+        (f"learning_rate={lr:g}", [0, 1]) for lr in (1e-4, 3e-4, 1e-3)]

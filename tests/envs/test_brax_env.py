@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs import registry
-from envs.brax import BRAX_IDS, BraxEnv
+from envs.brax import BRAX_IDS, BraxEnv, prefer_egl
 from rlcore.errors import ConfigError
 
 NUM_ENVS = 4
@@ -17,6 +17,7 @@ NUM_ENVS = 4
 @pytest.fixture(scope="module")
 def pendulum():
     """``inverted_pendulum`` with a 30-step limit, and its jitted, vmapped step."""
+    prefer_egl()  # for the renderer's test, where MuJoCo is not loaded yet
     env = BraxEnv("inverted_pendulum", episode_length=30)
     return env, jax.jit(jax.vmap(env.step))
 
