@@ -145,17 +145,22 @@ def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
 # ----------------------------------------------------------------------------- evaluate command
 
 
-def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = CHUNK):
-    """Builds jitted ``play(params, roots, carry) -> (carry, obs0 [chunk, *obs_shape])``:
-    ``chunk`` steps of every env with the ``EvaluateRoots`` keys, and the observation env 0
-    acted on at each step."""
+def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = CHUNK,
+                    frame_of: Callable | None = None):
+    """Builds jitted ``play(params, roots, carry) -> (carry, (seen0 [chunk, ...], return0
+    [chunk]))``: ``chunk`` steps of every env with the ``EvaluateRoots`` keys, what env 0
+    acted on at each step (its observation, or ``frame_of(its JaxEnvState)``) and its first
+    episode's return after it."""
 
     def one_step(params, roots: EvaluateRoots, c: FirstEpisodes, _):
         ids = jnp.arange(c.finished.shape[0], dtype=jnp.int32)
         action, core = policy_step(apply_fn, params, c.obs, c.core, c.first, roots.action, c.t,
                                    greedy)
-        return (step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t), core),
-                c.obs[0])
+        nxt = step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t), core)
+        return0 = jnp.where(nxt.finished[0], nxt.ret[0], nxt.state.stats.running_return[0])
+        seen0 = (c.obs[0] if frame_of is None
+                 else frame_of(jax.tree.map(lambda x: x[0], c.state)))
+        return nxt, (seen0, return0)
 
     def play(params, roots, carry: FirstEpisodes):
         return jax.lax.scan(lambda c, x: one_step(params, roots, c, x), carry, length=chunk)
@@ -165,7 +170,8 @@ def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = 
 
 def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
                   num_episodes: int, greedy: bool,
-                  initial_core: Callable = no_core) -> tuple[EpisodeResults, np.ndarray]:
+                  initial_core: Callable = no_core, frame_of: Callable | None = None
+                  ) -> tuple[EpisodeResults, np.ndarray, np.ndarray]:
     """The first episode of each of ``num_episodes`` envs (the evaluate command).
 
     Args:
@@ -176,20 +182,26 @@ def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
       num_episodes: N.
       greedy: the mode's actions instead of samples.
       initial_core: ``n -> `` a recurrent agent's start state of ``n`` envs.
+      frame_of: ``JaxEnvState of one env -> pytree`` kept for env 0 instead of its
+        observation (what a renderer draws, e.g. ``BraxEnv.frame_state``); None: the obs.
 
     Returns:
-      ``(EpisodeResults [N], obs0 [L, *obs_shape])``: env 0's observations of its first
-      episode, one per action (L = its length).
+      ``(EpisodeResults [N], obs0 [L, *obs_shape], return0 [L])``: env 0's observations (or
+      ``frame_of`` pytrees, leaves ``[L, ...]``) of its first episode, one per action (L =
+      its length), and its return after each action.
     """
-    play = make_play_chunk(env, apply_fn, greedy)
+    play = make_play_chunk(env, apply_fn, greedy, frame_of=frame_of)
     ids = jnp.arange(num_episodes, dtype=jnp.int32)
     carry = start_first_episodes(env, per_env_keys(roots.reset, ids), initial_core(num_episodes))
-    obs0 = []
+    obs0, return0 = [], []
     while True:
-        carry, chunk_obs = play(params, roots, carry)
-        obs0.append(np.asarray(chunk_obs))
+        carry, (chunk_seen, chunk_ret) = play(params, roots, carry)
+        obs0.append(jax.tree.map(np.asarray, chunk_seen))
+        return0.append(np.asarray(chunk_ret, np.float64))
         if bool(jnp.all(carry.finished)):
             break
     results = EpisodeResults(returns=np.asarray(carry.ret, np.float64),
                              lengths=np.asarray(carry.length, np.int64))
-    return results, np.concatenate(obs0)[: int(results.lengths[0])]
+    length = int(results.lengths[0])
+    seen0 = jax.tree.map(lambda *xs: np.concatenate(xs)[:length], *obs0)
+    return results, seen0, np.concatenate(return0)[:length]

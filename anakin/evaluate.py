@@ -7,7 +7,8 @@ in jitted chunks until each env finished its first episode; only that one counts
 follow ``rlcore.seeding.EvaluateRoots`` (keys of ``fold_in(key(seed), EVALUATE_STREAM)``, a
 stream training never uses). With ``num_seeds > 1`` or a sweep, ``--agent=K`` picks the
 agent (default 0) and its own seed. Frames for ``--video`` are drawn from env 0's
-observations (``envs.registry.obs_frame_fn``; jittable envs do not render RGB).
+observations (``envs.registry.obs_frame_fn``), except a Brax env's, which Brax's renderer
+draws from env 0's states where the host gives it an OpenGL context (``envs.brax``).
 
 Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 ``error:`` line).
@@ -16,6 +17,7 @@ Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 from __future__ import annotations
 
 import functools
+import sys
 
 import jax
 
@@ -49,6 +51,10 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from runtime.config import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
+    if args.video and registry.resolve(config.env_id, registry.ANAKIN).library == registry.BRAX:
+        from envs.brax import prefer_egl
+
+        prefer_egl()  # before Brax loads MuJoCo (validation does): its renderer draws
     config = ev.one_device_config(config)
     validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
     run = AnakinRun(config, mesh=data_mesh(jax.devices()[:1]))
@@ -57,18 +63,35 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     env = registry.make_jax_env(config.env_id, **overrides) if overrides else run.env
-    results, obs0 = play_episodes(env, run.network.apply, params, EvaluateRoots.from_seed(seed),
-                                  args.episodes, args.greedy,
-                                  functools.partial(initial_core, run.network))
+    renders = args.video and _renders(env)
+    results, seen0, return0 = play_episodes(
+        env, run.network.apply, params, EvaluateRoots.from_seed(seed), args.episodes,
+        args.greedy, functools.partial(initial_core, run.network),
+        env.frame_state if renders else None)
     frames = []
-    if args.video:
+    if renders:
+        frames = env.render_frames(seen0)
+    elif args.video:
         to_frame = registry.obs_frame_fn(config.env_id, registry.ANAKIN, env)
-        frames = [to_frame(o) for o in obs0]
+        frames = [to_frame(o) for o in seen0]
     header = [f"anakin.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
               f"{step} of {args.workdir}, {agent}",
               f"episodes drawn from seed {seed}, on keys training never uses (see "
               "docs/evaluation.md)"]
-    return ev.Evaluation(results=results, frames=frames, header=header)
+    return ev.Evaluation(results=results, frames=frames, header=header,
+                         frame_returns=list(return0) if args.video else [])
+
+
+def _renders(env) -> bool:
+    """Whether ``env`` draws its own frames here (Brax's renderer, where this host has an
+    OpenGL context for it); otherwise its observations are drawn, and it is said why."""
+    if not hasattr(env, "render_frames"):
+        return False
+    problem = env.render_problem()
+    if problem is not None:
+        print(f"video: the env's renderer does not work here ({problem}); drawing its "
+              "observations instead", file=sys.stderr)
+    return problem is None
 
 
 def main() -> None:

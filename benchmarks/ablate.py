@@ -283,7 +283,7 @@ def write_report(suite: str, cells: list[Cell], out: str,
     png = lambda name: os.path.join(out, f"{name}.png")  # noqa: E731
     suite_report = SUITE_REPORTS.get(suite, _atari_smoke_report)
     sections, plots = suite_report(records, rows_of, png)
-    files = [csv_path, *plots]
+    files = [csv_path, *(p for p in plots if p is not None)]  # None: a plot with no data
     note = missing_note(*missing_cells(cells, out, selected), pattern)
     md_path = os.path.join(out, "results.md")
     _write_markdown(md_path, suite, len(records), note, sections, files)
@@ -308,9 +308,10 @@ def _architectures_report(records, rows_of, png):
     """The ``architectures`` suite's sections and plots (``write_report``)."""
     del rows_of
     sebulba = [r for r in records if r["arch"] == "sebulba"]
-    sections = [("Architectures", report.architectures_table(records)),
-                ("Sebulba stage times (s per update)",
-                 report.stages_table(sebulba, ("env", "algorithm")))]
+    sections = [("Architectures", report.architectures_table(records))]
+    if report.has_stages(sebulba):  # no Sebulba cell: no empty table
+        sections.append(("Sebulba stage times (s per update)",
+                         report.stages_table(sebulba, ("env", "algorithm"))))
     line_fields = ("arch", "algorithm")
     plots = [
         report.plot_returns(png("return_vs_env_steps"), records, "env", line_fields, 0,

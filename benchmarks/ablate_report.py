@@ -453,10 +453,18 @@ def stage_figure(records, fields: Sequence[str], title: str):
     return fig
 
 
-def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str:
+def has_stages(records) -> bool:
+    """Whether any record holds Sebulba stage times (a Sebulba run's)."""
+    return any("learner_step_s" in r for r in records)
+
+
+def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str | None:
     """Sebulba stage seconds per update as stacked horizontal bars, an actor bar and a
     learner bar per group (they run concurrently), at a fixed width
-    (``stage_figure_size``) however many groups there are."""
+    (``stage_figure_size``) however many groups there are; None (no file) when no record
+    holds stage times (no Sebulba run: an empty plot would say nothing)."""
+    if not has_stages(records):
+        return None
     plt = _pyplot()
     fig = stage_figure(records, fields, title)
     fig.savefig(path, dpi=110)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import warnings
 from typing import Any
 
@@ -80,6 +81,29 @@ def _get_environment(name: str, **kwargs: Any):
         return brax_envs.get_environment(name, **kwargs)
 
 
+def prefer_egl() -> None:
+    """Asks MuJoCo for an EGL context (``MUJOCO_GL=egl``; read once, when MuJoCo loads, so
+    call it before the first Brax env) where the user chose none and an EGL library is
+    installed: it needs no display, and Mesa's software EGL draws on CPU. (With the variable
+    naming a missing library, importing MuJoCo fails: hence the check.)"""
+    import ctypes.util
+
+    if "MUJOCO_GL" not in os.environ and ctypes.util.find_library("EGL"):
+        os.environ["MUJOCO_GL"] = "egl"
+
+
+def renderer_problem(model) -> str | None:
+    """Why Brax's renderer (MuJoCo's, through ``brax.io.image``) cannot draw ``model`` on
+    this host; None when it can. It needs an OpenGL context (``prefer_egl``)."""
+    try:
+        import mujoco
+
+        mujoco.Renderer(model, height=8, width=8).close()
+    except Exception as e:  # noqa: BLE001 - no EGL library, no context: bars instead
+        return " ".join(f"{type(e).__name__}: {e}".split())[:200]
+    return None
+
+
 class BraxEnv(AutoResetJaxEnv):
     """One Brax env behind the JaxEnv protocol (pure, jittable; ``vmap`` for a batch).
 
@@ -114,6 +138,28 @@ class BraxEnv(AutoResetJaxEnv):
                             num_actions=int(env.action_size),
                             action_low=tuple(float(x) for x in low),
                             action_high=tuple(float(x) for x in high))
+
+    def frame_state(self, state) -> tuple[jax.Array, jax.Array]:
+        """``(q, qd)`` of one env's JaxEnvState: what ``render_frames`` draws (jittable)."""
+        pipeline = state.inner[0].pipeline_state
+        return pipeline.q, pipeline.qd
+
+    def render_problem(self) -> str | None:
+        """Why ``render_frames`` cannot draw on this host (None: it can)."""
+        return renderer_problem(self._env.sys.mj_model)
+
+    def render_frames(self, frame_states, size: tuple[int, int] = (240, 320)) -> list:
+        """Brax's own pictures (``brax.io.image.render_array``, MuJoCo's renderer) of
+        ``frame_states`` = ``(q [L, nq], qd [L, nv])``; uint8 ``[H, W, 3]`` each."""
+        from types import SimpleNamespace
+
+        from brax.io import image
+
+        q, qd = (np.asarray(x) for x in frame_states)
+        states = [SimpleNamespace(q=q[i], qd=qd[i]) for i in range(len(q))]
+        with _quiet():
+            return [np.asarray(f, np.uint8) for f in image.render_array(
+                self._env.sys, states, height=size[0], width=size[1])]
 
     def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
         with _brax_numpy():

@@ -346,6 +346,15 @@ def return_range(env_id: str) -> tuple[float | None, float | None]:
     return RETURN_RANGES.get(name, (None, None))
 
 
+def return_axis_label(env_id: str) -> str:
+    """The y-axis label of a plot of ``env_id``'s returns: Atari's (EnvPool ``-v5`` ids) are
+    unclipped game scores, every other env's a sum of rewards."""
+    prefix, name = split_prefix(env_id)
+    if prefix in (None, ENVPOOL) and name.endswith("-v5"):
+        return "mean episode return (game score, unclipped)"
+    return "mean episode return (sum of rewards)"
+
+
 def time_limit_overrides(library: str, max_episode_steps: int) -> dict[str, int]:
     """The env constructor's time-limit argument for ``library`` (``{}`` when 0).
 

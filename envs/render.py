@@ -1,14 +1,16 @@
 """Frames of observations, for the videos of envs that do not render RGB themselves.
 
 ``obs_frame_fn(obs_shape, obs_dtype, name, grid)`` says how one observation becomes a uint8
-``[H, W, 3]`` picture: CartPole: a cart-and-pole drawing; image and grid observations:
-scaled up nearest-neighbour to at least ``MIN_FRAME_SIDE`` pixels; other vectors: bars.
-``envs.registry.obs_frame_fn`` answers it for an env id, so the modes never look at env
-names. Pure numpy.
+``[H, W, 3]`` picture: CartPole: a cart-and-pole drawing; Pendulum: the pendulum; image and
+grid observations: scaled up nearest-neighbour to at least ``MIN_FRAME_SIDE`` pixels; other
+vectors (EnvPool's MuJoCo envs, and Brax's where its renderer cannot run: ``envs.brax``):
+labelled bars. ``envs.registry.obs_frame_fn`` answers it for an env id, so the modes
+never look at env names. Numpy, and Pillow for text (``caption``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -16,6 +18,8 @@ import numpy as np
 
 MIN_FRAME_SIDE = 160  # observation frames are scaled up to at least this many pixels
 CARTPOLE_FRAME = (240, 360)  # (height, width) of the drawn CartPole frames
+PENDULUM_FRAME = 240  # side of the drawn Pendulum frames
+CAPTION_HEIGHT = 16  # pixels of a text strip (``caption``)
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:
@@ -73,6 +77,72 @@ def cartpole_frame(obs, size: tuple[int, int] = CARTPOLE_FRAME,
     tip = (pivot[0] - scale * math.cos(theta), pivot[1] + scale * math.sin(theta))
     _fill_line(frame, pivot, tip, max(1.0, 0.04 * scale), (204, 153, 102))
     return frame
+
+
+def pendulum_frame(obs, side: int = PENDULUM_FRAME) -> np.ndarray:
+    """A picture of Pendulum from its observation ``[3]`` = (cos theta, sin theta,
+    theta_dot): theta 0 is upright, positive counter-clockwise (as gym draws it).
+
+    Returns:
+      uint8 ``[side, side, 3]``.
+    """
+    frame = np.full((side, side, 3), 255, np.uint8)
+    theta = math.atan2(float(obs[1]), float(obs[0]))
+    pivot = (side / 2, side / 2)
+    length = 0.38 * side
+    tip = (pivot[0] - length * math.cos(theta), pivot[1] - length * math.sin(theta))
+    _fill_line(frame, pivot, tip, 0.025 * side, (204, 77, 77))
+    _fill_line(frame, pivot, pivot, 0.02 * side, (40, 40, 40))
+    return frame
+
+
+@functools.cache
+def _font(size: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)
+
+
+def caption(frame: np.ndarray, text: str, below: bool = False,
+            height: int = CAPTION_HEIGHT) -> np.ndarray:
+    """``frame`` with a dark strip of ``height`` pixels above it (``below``: under it)
+    holding ``text`` in white, the font shrunk until the text fits the width.
+
+    Returns:
+      uint8 ``[H + height, W, 3]``.
+    """
+    from PIL import Image, ImageDraw
+
+    w = frame.shape[1]
+    strip = Image.new("RGB", (w, height), (30, 30, 30))
+    draw = ImageDraw.Draw(strip)
+    size = height - 3
+    while size > 6 and draw.textlength(text, font=_font(size)) > w - 6:
+        size -= 1
+    draw.text((3, height / 2), text, fill=(255, 255, 255), font=_font(size), anchor="lm")
+    parts = [np.asarray(strip, np.uint8), np.asarray(frame, np.uint8)]
+    return np.concatenate(parts[::-1] if below else parts, axis=0)
+
+
+def bar_indices(n: int, width: int, height: int = CAPTION_HEIGHT) -> np.ndarray:
+    """A strip ``[height, width, 3]`` with ``j`` centred under bar ``j`` of ``n``."""
+    from PIL import Image, ImageDraw
+
+    strip = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(strip)
+    step = width / n
+    for j in range(n):
+        draw.text(((j + 0.5) * step, height / 2), str(j), fill=(60, 60, 60),
+                  font=_font(min(height - 4, max(int(step * 0.6), 6))), anchor="mm")
+    return np.asarray(strip, np.uint8)
+
+
+def labelled_bars_frame(obs) -> np.ndarray:
+    """``bars_frame`` with the entry index under every bar and what the bars are above."""
+    bars = bars_frame(obs)
+    n = int(np.asarray(obs).size)
+    framed = np.concatenate([bars, bar_indices(n, bars.shape[1])], axis=0)
+    return caption(framed, "observation j: tanh(obs[j]), blue > 0, red < 0")
 
 
 def bars_frame(obs, height: int = MIN_FRAME_SIDE, bar: int = 24) -> np.ndarray:
@@ -133,8 +203,9 @@ def obs_frame_fn(obs_shape: Sequence[int], obs_dtype: str, name: str = "",
     - ``[C, H, W]`` uint8 (EnvPool frame stacks): the newest frame, gray;
     - ``[H, W, C]`` (MinAtar planes): ``planes_frame``; ``[H, W]``: ``gray_frame``;
     - ``[n]`` with ``grid=(rows, cols)`` and ``n == rows * cols`` (Catch): the board, gray;
-    - ``[4]`` of a ``CartPole*`` env: ``cartpole_frame``;
-    - any other vector: ``bars_frame``.
+    - ``[4]`` of a ``CartPole*`` env: ``cartpole_frame``; ``[3]`` of a ``Pendulum*`` env:
+      ``pendulum_frame``;
+    - any other vector: ``labelled_bars_frame``.
 
     Images and grids are scaled up with ``scale_nearest`` to at least ``MIN_FRAME_SIDE``.
 
@@ -153,4 +224,6 @@ def obs_frame_fn(obs_shape: Sequence[int], obs_dtype: str, name: str = "",
         return lambda obs: scale_nearest(to_rgb(np.asarray(obs, np.float64).reshape(grid)))
     if name.startswith("CartPole") and n == 4:
         return lambda obs: cartpole_frame(np.asarray(obs).reshape(-1))
-    return bars_frame
+    if name.startswith("Pendulum") and n == 3:
+        return lambda obs: pendulum_frame(np.asarray(obs).reshape(-1))
+    return labelled_bars_frame

@@ -7,6 +7,10 @@ A ``metrics.jsonl`` line holds ``update``, ``env_steps``, ``wall_time``, ``sps``
 depends on the clock contains ``time``, ``sps`` or ``wall``; every other value is
 reproducible run to run.
 
+TensorBoard and W&B get one run per agent of a many-agent run (``tb/<agent>/`` under the run
+directory; W&B runs grouped under the run's name), so that one chart overlays the seeds and
+swept values of a key; a lone agent's event files stay in the run directory.
+
 Weights & Biases is optional: nothing imports ``wandb`` unless a run sets
 ``config.wandb_project``; ``config.wandb_mode = "offline"`` writes the run under the run
 directory without network (``wandb sync`` uploads it later).
@@ -14,6 +18,7 @@ directory without network (``wandb sync`` uploads it later).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -60,10 +65,13 @@ class MetricsLogger:
       start: ``(update, env_steps)`` the run starts from (a resume), for SPS and ETA.
       wandb: ``wandb.init`` arguments (``project``, ``mode``, ``config``, ...) to log every
         line to Weights & Biases too; None: not used.
+      agents: the tags of every agent (``runtime.sweep.agent_tags``; None: one agent):
+        TensorBoard and W&B get one run per agent (``agent_name``).
     """
 
     def __init__(self, workdir, total_updates: int, *, console=True, tensorboard=True,
-                 write=True, start: tuple[int, int] = (0, 0), wandb: dict | None = None):
+                 write=True, start: tuple[int, int] = (0, 0), wandb: dict | None = None,
+                 agents: list[dict] | None = None):
         self.total_updates = total_updates
         self.console = console
         self.start = time.perf_counter()
@@ -72,32 +80,34 @@ class MetricsLogger:
         self._steady: tuple[int, float] | None = None  # (update, time) of steady_from
         self._last_returns: dict[str, float] = {}  # per variant label: the last known return
         self._jsonl = None
-        self._tb = None
+        self._tb: dict[str, object] = {}  # agent_name(tags) -> its SummaryWriter
+        self._tb_at: tuple[str, int] | None = None  # (workdir, env steps at the start)
+        self._wandb: dict[str, object] = {}  # agent_name(tags) -> its W&B run
         if workdir and write:
             os.makedirs(workdir, exist_ok=True)
             self._jsonl = open(run_files.metrics_path(workdir), "a", buffering=1)
             if tensorboard:
-                from tensorboardX import SummaryWriter
-
-                # Events an earlier process logged past the resumed step (or all of them,
-                # for a run that starts over) are purged, as metrics.jsonl's lines are.
-                self._tb = SummaryWriter(logdir=workdir, purge_step=start[1] + 1)
-        self._wandb = None
+                self._tb_at = (workdir, start[1])
+                for tags in agents or [{}]:
+                    self._writer(tags)
         if wandb and write:
-            import wandb as wandb_lib
-
-            # silent: no "wandb: ..." lines on the console (the progress line stays alone).
-            try:
-                self._wandb = wandb_lib.init(dir=workdir,
-                                             settings=wandb_lib.Settings(silent=True), **wandb)
-            except Exception as e:  # no API key, no network, ...: a clear line, exit 2
-                self.close()
-                reason = " ".join(str(e).split()) or type(e).__name__
-                raise ConfigError(
-                    f"wandb_mode: W&B could not start a run in mode '{wandb.get('mode')}' "
-                    f"({reason}); log in (`wandb login`, or WANDB_API_KEY) or pass "
-                    "--config.wandb_mode=offline") from e
+            self._wandb = self._start_wandb(wandb, workdir, agents or [{}])
         self.history: list[dict] = []
+
+    def _start_wandb(self, settings: dict, workdir, agents: list[dict]) -> dict:
+        """One W&B run per agent (``wandb_runs``); a run W&B refuses to start closes the
+        sinks and is a ConfigError."""
+        import wandb as wandb_lib
+
+        try:
+            return wandb_runs(wandb_lib, settings, workdir, agents)
+        except Exception as e:  # no API key, no network, ...: a clear line, exit 2
+            self.close()
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise ConfigError(
+                f"wandb_mode: W&B could not start a run in mode '{settings.get('mode')}' "
+                f"({reason}); log in (`wandb login`, or WANDB_API_KEY) or pass "
+                "--config.wandb_mode=offline") from e
 
     def log(self, update: int, env_steps: int, scalars: Mapping[str, float],
             episodes: EpisodeSummary, sps: float | None = None) -> dict:
@@ -146,9 +156,10 @@ class MetricsLogger:
             row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
             rows.append(row)
             self._write(row, tags)
-        if self._wandb is not None:  # one call per log step: its step must increase
-            self._wandb.log({_tb_prefix(tags) + k: v for row, (_, _, tags) in zip(rows, agents)
-                             for k, v in _numbers(row, tags).items()}, step=int(env_steps))
+        for row, (_, _, tags) in zip(rows, agents):  # one call per log step and agent
+            run = self._wandb.get(agent_name(tags))
+            if run is not None:
+                run.log(_numbers(row, tags), step=int(env_steps))
         if self.console:
             print(self.progress_line(rows, variant_keys(rows[0])), file=sys.stderr, flush=True)
         return rows
@@ -158,10 +169,26 @@ class MetricsLogger:
         if self._jsonl is not None:
             with failure.doing(f"writing {self._jsonl.name}"):
                 self._jsonl.write(json.dumps(row) + "\n")
-        if self._tb is not None:
-            prefix = _tb_prefix(tags)
+        writer = self._writer(tags)
+        if writer is not None:
             for key, value in _numbers(row, tags).items():
-                self._tb.add_scalar(prefix + key, value, row["env_steps"])
+                writer.add_scalar(key, value, row["env_steps"])
+
+    def _writer(self, tags: Mapping):
+        """The agent's SummaryWriter, opened on first use (None without TensorBoard): a lone
+        agent's event files in the workdir, several agents' in ``workdir/tb/<agent_name>/``,
+        one TensorBoard run each, so that one chart overlays every seed and swept value of a
+        tag. Events an earlier process logged past the resumed step (or all of them, for a
+        run that starts over) are purged, as metrics.jsonl's lines are."""
+        name = agent_name(tags)
+        if self._tb_at is not None and name not in self._tb:
+            from tensorboardX import SummaryWriter
+
+            workdir, steps = self._tb_at
+            logdir = (os.path.join(workdir, run_files.TENSORBOARD_AGENTS, name) if name
+                      else workdir)
+            self._tb[name] = SummaryWriter(logdir=logdir, purge_step=steps + 1)
+        return self._tb.get(name)
 
     def steady_from(self, update: int, at: float, env_steps: int | None = None) -> None:
         """Time per update is steady (no compile in it) from ``update`` reached at ``at``
@@ -234,10 +261,10 @@ class MetricsLogger:
     def close(self) -> None:
         """Closes every sink (each one even after another failed to close: their threads
         stop), then raises the first failure."""
-        closers = [sink.close for sink in (self._jsonl, self._tb) if sink is not None]
-        if self._wandb is not None:
-            closers.append(self._wandb.finish)
-        self._jsonl = self._tb = self._wandb = None
+        closers = [self._jsonl.close] if self._jsonl is not None else []
+        closers += [w.close for w in self._tb.values()]
+        closers += [run.finish for run in self._wandb.values()]
+        self._jsonl, self._tb, self._wandb, self._tb_at = None, {}, {}, None
         failure.close_all(*closers)
 
 
@@ -286,10 +313,35 @@ def wandb_settings(config, workdir: str | None) -> dict | None:
             "config": json.loads(config.to_json_best_effort())}
 
 
-def _tb_prefix(tags: Mapping) -> str:
-    """TensorBoard group of an agent's scalars, e.g. ``learning_rate_0.001/seed_3/``
-    (characters TensorBoard accepts in a tag); none for one agent."""
-    return "".join(f"{k}_{v}/" for k, v in tags.items())
+def agent_name(tags: Mapping) -> str:
+    """An agent's name among the runs' agents, e.g. ``learning_rate=0.001,seed=3``: its
+    TensorBoard run directory (``tb/<name>``) and W&B run; empty for a lone agent."""
+    return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in tags.items())
+
+
+def wandb_runs(wandb_lib, settings: dict, workdir, agents: list[dict]) -> dict:
+    """``{agent_name: run}``: ``wandb.init(**settings)`` for a lone agent; for several, one
+    run each, grouped under the run's name (``settings["name"]``), its config holding the
+    agent's swept values and seed."""
+    quiet = wandb_lib.Settings(silent=True)  # no "wandb: ..." lines on the console
+    if len(agents) == 1 and not agents[0]:
+        return {"": wandb_lib.init(dir=workdir, settings=quiet, **settings)}
+    runs = {}
+    try:
+        for tags in agents:
+            name = agent_name(tags)
+            runs[name] = wandb_lib.init(
+                dir=workdir, settings=quiet, reinit="create_new",
+                **{**settings, "group": settings.get("name"),
+                   "name": f"{settings.get('name')}/{name}",
+                   "config": {**(settings.get("config") or {}), **tags}})
+    except Exception:
+        for run in runs.values():  # the error says why; these were started for nothing
+            with contextlib.suppress(Exception):
+                run.finish()
+        raise
+    return runs
 
 
 def write_config(workdir: str, config) -> None:

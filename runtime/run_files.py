@@ -3,9 +3,11 @@
 ``--workdir`` holds ``config.json`` (the run's config), ``metrics.jsonl`` (one JSON object a
 log step), ``timing.json`` (stage times of the run), ``checkpoints/`` (orbax steps),
 ``log_state/<update>.json`` (the open log window of each checkpoint), TensorBoard event files
-(``events.out.tfevents.*``), ``wandb/`` (when W&B logs) and ``run.lock`` (held by the run
-that owns the directory: ``runtime.workdir_lock``; not moved by ``--fresh``). This module
-imports nothing, so the entry points can check a workdir before any library loads.
+(``events.out.tfevents.*``; with several agents ``tb/<agent>/``, one TensorBoard run each),
+``curve.png`` (the learning curve, drawn as the run closes), ``wandb/`` (when W&B logs) and
+``run.lock`` (held by the run that owns the directory: ``runtime.workdir_lock``; not moved
+by ``--fresh``). This module imports nothing, so the entry points can check a workdir
+before any library loads.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ CHECKPOINTS = "checkpoints"
 LOG_STATE = "log_state"
 WANDB = "wandb"
 TENSORBOARD_GLOB = "events.out.tfevents.*"
+TENSORBOARD_AGENTS = "tb"  # one TensorBoard run directory per agent of a many-agent run
+CURVE = "curve.png"
 LOCK = "run.lock"
 
 # Everything a run writes (``--fresh`` moves these aside, nothing else).
-RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOARD_GLOB)
+RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOARD_GLOB,
+               TENSORBOARD_AGENTS, CURVE)
 
 
 def config_path(workdir: str) -> str:
@@ -54,3 +59,8 @@ def log_state_path(workdir: str, update: int | None = None) -> str:
     """``workdir/log_state`` or, with ``update``, ``workdir/log_state/<update>.json``."""
     directory = os.path.join(workdir, LOG_STATE)
     return directory if update is None else os.path.join(directory, f"{update}.json")
+
+
+def curve_path(workdir: str) -> str:
+    """``workdir/curve.png``."""
+    return os.path.join(workdir, CURVE)

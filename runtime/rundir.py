@@ -7,7 +7,8 @@
 - whether a resume may go on with this config (``config.json``): ``runtime.resume``;
 - which checkpoint a resume takes (the newest that restores; damaged ones moved aside):
   ``runtime.run_checkpoints``;
-- ``timing.json``: ``runtime.run_timing``; the console lines: ``runtime.run_lines``.
+- ``timing.json``: ``runtime.run_timing``; the console lines: ``runtime.run_lines``;
+- ``curve.png``, drawn from ``metrics.jsonl`` as the run closes: ``runtime.curves``.
 
 A resumed run's ``metrics.jsonl`` equals an uninterrupted run's except for clock keys.
 Signals are the trainers' business: each loop agrees on them across processes
@@ -26,6 +27,7 @@ from rlcore.errors import ConfigError
 from runtime import cadence, distributed, failure, resume, signals
 from runtime.checkpoint import Checkpointer
 from runtime.console_ticker import Ticker
+from runtime.curves import CURVE, write_run_curve
 from runtime.log_windows import LogWindows, truncate_metrics
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from runtime.run_checkpoints import restore_newest_good
@@ -65,7 +67,8 @@ class RunDir:
         self.main = distributed.is_main_process()
         self.ckpt = Checkpointer(workdir, cleanup_tmp=True) if workdir else None
         self.logger: MetricsLogger | None = None
-        self.windows = LogWindows(agent_tags or [{}])
+        self.agent_tags = agent_tags or [{}]
+        self.windows = LogWindows(self.agent_tags)
         self.timing = RunTiming()
 
     def restore_or(self, fresh_state):
@@ -117,7 +120,8 @@ class RunDir:
         try:
             self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
                                         console=self.main, wandb=wandb,
-                                        start=(start, start * self.steps_per_update))
+                                        start=(start, start * self.steps_per_update),
+                                        agents=self.agent_tags)
         except ConfigError as e:  # W&B would not start (process 0 only starts it)
             failed = e
         if wandb and not distributed.all_processes_agree(failed is None):
@@ -239,10 +243,20 @@ class RunDir:
         even after another failed: their threads stop), then raises the first failure."""
         closers = []
         if self.logger is not None:
-            closers += [self._write_timing, self.logger.close]
+            closers += [self._write_timing, self.logger.close, self._write_curve]
         if self.ckpt is not None:
             closers.append(self.ckpt.close)
         failure.close_all(*closers)
+
+    def _write_curve(self) -> None:
+        """``curve.png`` from the whole ``metrics.jsonl`` (``runtime.curves``), by process 0
+        of a run with a workdir; a plot that fails is one line, never the run's failure."""
+        if not (self.workdir and self.main):
+            return
+        try:
+            write_run_curve(self.workdir)
+        except Exception as e:  # noqa: BLE001 - the plot is a convenience
+            print(f"{CURVE}: not written ({type(e).__name__}: {e})", file=sys.stderr)
 
     def _write_timing(self) -> None:
         """``timing.json`` (``runtime.run_timing``), by process 0 of a run with a workdir."""

@@ -76,12 +76,14 @@ class FirstEpisodes:
       lengths: ``[N]`` int64 lengths (where finished).
       finished: ``[N]`` bool, the first episode ended.
       frames: env 0's frames, one per action of its first episode (empty without capture).
+      frame_returns: env 0's return after each of those actions (empty without capture).
     """
 
     returns: np.ndarray
     lengths: np.ndarray
     finished: np.ndarray
     frames: list
+    frame_returns: list = dataclasses.field(default_factory=list)
 
     def results(self) -> EpisodeResults:
         return EpisodeResults(returns=self.returns, lengths=self.lengths)
@@ -121,6 +123,7 @@ def play_first_episodes(env: HostEnv,
     obs = env.reset().obs
     first = np.ones(n, bool)
     frames = [] if capture is None else [capture(obs)]
+    frame_returns = []
     t = 0
     while not finished.all() and (max_steps is None or t < max_steps):
         if should_stop is not None and should_stop():
@@ -129,12 +132,16 @@ def play_first_episodes(env: HostEnv,
         obs, t = ts.obs, t + 1
         first = ts.terminated | ts.truncated
         ended = first & ~finished
+        if capture is not None and not finished[0]:
+            frame_returns.append(float(env.stats.completed_return[0] if ended[0]
+                                       else env.stats.running_return[0]))
         returns[ended] = env.stats.completed_return[ended]
         lengths[ended] = env.stats.completed_length[ended]
         finished |= ended
         if capture is not None and not finished[0]:
             frames.append(capture(obs))
-    return FirstEpisodes(returns=returns, lengths=lengths, finished=finished, frames=frames)
+    return FirstEpisodes(returns=returns, lengths=lengths, finished=finished, frames=frames,
+                         frame_returns=frame_returns)
 
 
 class EvalPool:

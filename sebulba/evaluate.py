@@ -76,7 +76,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
               f"{step} of {args.workdir}",
               f"episodes drawn from seed {config.seed}, on env seeds and keys training "
               "never uses (see docs/evaluation.md)"]
-    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header)
+    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header,
+                         frame_returns=episodes.frame_returns)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from anakin.episodes import play_episodes
 from anakin.evaluate import agent_params
 from configs import cartpole_ppo
 from envs import registry
-from envs.render import CARTPOLE_FRAME
+from envs.render import CAPTION_HEIGHT, CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
 from runtime.evaluation import EvalError
@@ -46,7 +46,8 @@ def test_greedy_solves_cartpole_and_writes_mp4(cartpole_run, tmp_path):
     assert table["return"]["min"] <= table["return"]["median"] <= table["return"]["max"]
     assert table["length"] == table["return"]  # CartPole: reward 1 a step
     frames = read_video(str(video))
-    assert len(frames) >= 10 and frames.shape[1:] == CARTPOLE_FRAME + (3,)
+    assert len(frames) >= 10
+    assert frames.shape[1:] == (CARTPOLE_FRAME[0] + CAPTION_HEIGHT, CARTPOLE_FRAME[1], 3)
 
 
 @pytest.mark.slow
@@ -58,7 +59,9 @@ def test_sampled_episode_as_gif(cartpole_run, tmp_path):
     assert "2 episodes, stochastic" in proc.stdout
     assert parse_table(proc.stdout)["return"]["mean"] > 100
     frames = read_video(str(video))
-    assert len(frames) >= 10 and frames.shape[1:] == CARTPOLE_FRAME + (3,)
+    assert f"video: {video} ({len(frames)} frames of " in proc.stdout  # none merged
+    assert len(frames) >= 10
+    assert frames.shape[1:] == (CARTPOLE_FRAME[0] + CAPTION_HEIGHT, CARTPOLE_FRAME[1], 3)
 
 
 def test_play_counts_first_episode_only():
@@ -68,13 +71,14 @@ def test_play_counts_first_episode_only():
     network = make_network("mlp", env.spec)
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
     roots = EvaluateRoots.from_seed(3)
-    results, obs0 = play_episodes(env, network.apply, params, roots, 5, greedy=False)
+    results, obs0, return0 = play_episodes(env, network.apply, params, roots, 5, greedy=False)
     np.testing.assert_array_equal(results.lengths, [7] * 5)
     np.testing.assert_array_equal(results.returns, [7.0] * 5)
     _, first = jax.vmap(env.reset)(per_env_keys(roots.reset, jnp.arange(5, dtype=jnp.int32)))
     assert obs0.shape == (7, 4)
     np.testing.assert_array_equal(obs0[0], np.asarray(first.obs)[0])
-    again, _ = play_episodes(env, network.apply, params, roots, 5, greedy=False)
+    np.testing.assert_array_equal(return0, np.arange(1.0, 8.0))  # CartPole: 1 a step
+    again, _, _ = play_episodes(env, network.apply, params, roots, 5, greedy=False)
     np.testing.assert_array_equal(again.returns, results.returns)
 
 

@@ -349,3 +349,14 @@ def test_a_signal_stops_the_cell_in_flight_with_one_line(tmp_path, signum):
         f"time); the finished cells are kept in {out}: run the same command to continue"]
     assert _processes_naming(str(cell_dir)) == []
     assert not (cell_dir / "cell.json").exists() and not (out / "results.md").exists()
+
+
+def test_no_sebulba_record_writes_no_stage_plot(tmp_path):
+    """An ablation without a Sebulba cell: no empty stage plot (and no matplotlib warning)."""
+    import warnings
+
+    anakin = [{"arch": "anakin", "env": "CartPole-v1", "algorithm": "ppo", "sps": 1.0}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ablate_report.plot_stages(str(tmp_path / "s.png"), anakin, ("env",), "S") is None
+    assert not (tmp_path / "s.png").exists()

@@ -16,7 +16,7 @@ OPTIONS = {
     "ablate": ["--suite", "--seeds", "--out", "--budget_scale", "--cell_timeout_s", "--cells",
                "--no_progress"],
     "seeds": ["--config", "--seeds", "--out", "--variant", "--set", "--threshold", "--rerun"],
-    "curves": ["--run", "--out", "--title", "--target", "--each"],
+    "curves": ["RUN", "--run", "--out", "--title", "--target"],
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs import registry
-from envs.brax import BRAX_IDS, BraxEnv
+from envs.brax import BRAX_IDS, BraxEnv, prefer_egl
 from rlcore.errors import ConfigError
 
 NUM_ENVS = 4
@@ -17,6 +17,7 @@ NUM_ENVS = 4
 @pytest.fixture(scope="module")
 def pendulum():
     """``inverted_pendulum`` with a 30-step limit, and its jitted, vmapped step."""
+    prefer_egl()  # for the renderer's test, where MuJoCo is not loaded yet
     env = BraxEnv("inverted_pendulum", episode_length=30)
     return env, jax.jit(jax.vmap(env.step))
 
@@ -83,3 +84,17 @@ def test_registry_resolves_prefixed_brax_ids_only():
     assert registry.time_limit_overrides("brax", 20) == {"episode_length": 20}
     with pytest.raises(ConfigError, match="brax:inverted_pendulum does not take"):
         registry.make_jax_env("brax:inverted_pendulum", no_such_argument=1)
+
+
+def test_brax_renderer_draws_the_states_where_the_host_can(pendulum):
+    """Brax's own picture of env 0's states (MuJoCo's renderer, on CPU through EGL), for the
+    evaluation videos; a host without an OpenGL context says why (the videos draw bars)."""
+    env, _ = pendulum
+    problem = env.render_problem()
+    if problem is not None:
+        pytest.skip(f"no OpenGL context here: {problem}")
+    state, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), NUM_ENVS))
+    q, qd = env.frame_state(jax.tree.map(lambda x: x[0], state))
+    frames = env.render_frames((np.stack([q, q]), np.stack([qd, qd])), size=(60, 80))
+    assert len(frames) == 2 and frames[0].shape == (60, 80, 3) and frames[0].dtype == np.uint8
+    assert frames[0].min() < frames[0].max()  # a picture, not a blank

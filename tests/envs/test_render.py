@@ -1,4 +1,5 @@
-"""envs.render: observation frames (sizes, the CartPole drawing, plane colours)."""
+"""envs.render: observation frames (sizes, the CartPole and Pendulum drawings, labelled bars,
+plane colours, text strips)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def test_cartpole_frame_follows_the_state():
     ((10, 10, 4), "float32", {}, (160, 160, 3)),       # MinAtar planes
     ((4, 84, 84), "uint8", {}, (168, 168, 3)),         # EnvPool frame stack
     ((50,), "float32", dict(grid=(10, 5)), (320, 160, 3)),  # Catch board
-    ((6,), "float32", dict(name="Acrobot-v1"), (160, 160, 3)),  # bars
-    ((9,), "float32", {}, (160, 216, 3)),               # bars, 24 px each
+    ((3,), "float32", dict(name="Pendulum-v1"), (240, 240, 3)),
+    ((6,), "float32", dict(name="Acrobot-v1"), (192, 160, 3)),  # bars, indices, caption
+    ((9,), "float32", {}, (192, 216, 3)),               # bars, 24 px each
 ])
 def test_obs_frame_fn_sizes(shape, dtype, kwargs, expected):
     rng = np.random.default_rng(0)
@@ -55,3 +57,26 @@ def test_planes_frame_colours():
     np.testing.assert_array_equal(frame[0, 0], render.PLANE_COLOURS[0])
     np.testing.assert_array_equal(frame[1, 1], render.PLANE_COLOURS[2])
     np.testing.assert_array_equal(frame[0, 1], (0, 0, 0))
+
+
+def test_pendulum_frame_follows_the_angle():
+    rod = lambda f: np.argwhere(np.all(f == (204, 77, 77), axis=-1))
+    up = rod(render.pendulum_frame(np.asarray([1.0, 0.0, 0.0])))  # theta 0: upright
+    down = rod(render.pendulum_frame(np.asarray([-1.0, 0.0, 0.0])))
+    left = rod(render.pendulum_frame(np.asarray([0.0, 1.0, 0.0])))  # +pi/2: to the left
+    mid = render.PENDULUM_FRAME / 2
+    assert up[:, 0].min() < mid - 60 and up[:, 0].max() <= mid + 12
+    assert down[:, 0].max() > mid + 60 and down[:, 0].min() >= mid - 12
+    assert left[:, 1].min() < mid - 60 and left[:, 1].max() <= mid + 12
+
+
+def test_caption_and_labelled_bars_carry_text():
+    frame = np.full((40, 160, 3), 255, np.uint8)
+    top = render.caption(frame, "step 3/10   return 2.0")
+    assert top.shape == (40 + render.CAPTION_HEIGHT, 160, 3)
+    strip = top[:render.CAPTION_HEIGHT]
+    assert (strip > 200).any() and (strip < 50).any()  # white text on the dark strip
+    assert render.caption(frame, "x" * 200).shape == top.shape  # long text: smaller font
+    bars = render.labelled_bars_frame(np.zeros(4))
+    indices = bars[-render.CAPTION_HEIGHT:]
+    assert (indices < 128).any()  # the index digits

@@ -1,5 +1,5 @@
 """Metrics for many agents: one line per agent with its tags, the console per variant, the
-summary per variant, TensorBoard tags TensorBoard accepts."""
+summary per variant, a TensorBoard run directory per agent."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from rlcore.types import EpisodeSummary
-from runtime.metrics import MetricsLogger, _tb_prefix
+from runtime.metrics import MetricsLogger, agent_name
 from runtime.run_summary import print_summary
 
 # Two learning rates x two seeds; returns 10, 20 (lr 0.001) and 30, 50 (lr 0.0001).
@@ -54,11 +54,41 @@ def test_summary_has_a_column_per_variant(capsys):
     assert "learning_rate=0.0001: best logged mean return 40.0; final 40.0" in out
 
 
-def test_tensorboard_tags_use_legal_characters():
-    prefix = _tb_prefix({"learning_rate": 1e-4, "seed": 3})
-    assert prefix == "learning_rate_0.0001/seed_3/"
-    assert set(prefix) <= set("abcdefghijklmnopqrstuvwxyz0123456789_.-/")
-    assert _tb_prefix({}) == ""
+def _scalars(logdir, tag) -> list[tuple[int, float]]:
+    """``[(step, value)]`` of ``tag`` in the event files of ``logdir``."""
+    import glob
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    found = []
+    for path in glob.glob(os.path.join(logdir, "events.out.tfevents.*")):
+        data, pos = open(path, "rb").read(), 0
+        while pos + 12 <= len(data):  # TFRecord: u64 length, u32 crc, data, u32 crc
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            found += [(event.step, v.simple_value) for v in event.summary.value if v.tag == tag]
+    return found
+
+
+def test_tensorboard_has_a_run_directory_per_agent(tmp_path):
+    """Each agent's scalars go to ``tb/<agent>/`` under their plain keys, so TensorBoard
+    overlays the seeds and learning rates of ``episode_return`` in one chart; a lone agent's
+    event files stay in the run directory."""
+    assert agent_name({"learning_rate": 1e-4, "seed": 3}) == "learning_rate=0.0001,seed=3"
+    assert agent_name({}) == ""
+    logger = MetricsLogger(str(tmp_path), total_updates=2, console=False, agents=TAGS)
+    _log(logger, 1)
+    logger.close()
+    runs = sorted(os.listdir(tmp_path / "tb"))
+    assert runs == sorted(agent_name(t) for t in TAGS)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("events.out")]
+    assert _scalars(tmp_path / "tb" / "learning_rate=0.0001,seed=1", "episode_return") == [
+        (100, 50.0)]
+    lone = MetricsLogger(str(tmp_path / "one"), total_updates=2, console=False)
+    lone.close()
+    assert [f for f in os.listdir(tmp_path / "one") if f.startswith("events.out")]
 
 
 def test_eta_comes_from_the_steady_rate_only():

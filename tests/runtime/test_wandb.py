@@ -55,6 +55,28 @@ def test_every_metric_goes_to_wandb(tmp_path, monkeypatch):
     assert run.finished
 
 
+def test_one_wandb_run_per_agent_in_a_group(tmp_path, monkeypatch):
+    runs, inits = [], []
+
+    def init(**kw):
+        inits.append(kw)
+        runs.append(FakeRun())
+        return runs[-1]
+
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(Settings=lambda **kw: kw,
+                                                                      init=init))
+    rows = train(_config(wandb_project="podracer-test", num_seeds=2), str(tmp_path))
+    name = os.path.basename(tmp_path)
+    assert [(i["group"], i["name"], i["config"]["seed"]) for i in inits] == [
+        (name, f"{name}/seed=0", 0), (name, f"{name}/seed=1", 1)]
+    for seed, run in enumerate(runs):  # each run logs its own agent's lines, plain keys
+        mine = [r for r in rows if r["seed"] == seed]
+        assert [(s, d["episode_return"]) for s, d in run.logged if "episode_return" in d] == [
+            (r["env_steps"], r["episode_return"]) for r in mine
+            if r["episode_return"] is not None]
+        assert run.finished
+
+
 def test_no_project_never_imports_wandb(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # importing it would raise
     train(_config(), str(tmp_path))
@@ -82,6 +104,15 @@ def test_offline_mode_writes_the_run_without_network(tmp_path, monkeypatch, capf
         time.sleep(0.2)
     assert os.path.getsize(files[0]) > 1000
     assert "wandb:" not in capfd.readouterr().err
+
+
+def test_offline_mode_writes_a_run_per_agent(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DISABLE_GIT", "true")
+    train(_config(wandb_project="podracer-test", wandb_mode="offline", num_seeds=2),
+          str(tmp_path))
+    assert len(glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))) == 2
 
 
 def test_online_without_an_api_key_is_a_config_error(tmp_path, monkeypatch):

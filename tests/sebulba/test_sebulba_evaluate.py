@@ -13,7 +13,7 @@ import pytest
 from configs import atari_ppo, cartpole_ppo_sebulba
 from envs import registry
 from envs.atari_scores import human_normalized_scores
-from envs.render import CARTPOLE_FRAME
+from envs.render import CAPTION_HEIGHT, CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, evaluate_host_seed, host_env_root
 from runtime.stats import parse_table
@@ -70,7 +70,8 @@ def test_atari_human_normalised_score_and_rgb_video(tmp_path):
     expected = human_normalized_scores("Breakout-v5", [table["return"]["mean"]])[0]
     assert table["human-normalised"]["mean"] == pytest.approx(expected, abs=2e-3)
     frames = read_video(str(video))
-    assert len(frames) >= 10 and frames.shape[1:] == (210, 160, 3)  # the ALE screen
+    assert len(frames) >= 10  # the ALE screen under the step-and-return strip
+    assert frames.shape[1:] == (210 + CAPTION_HEIGHT, 160, 3)
     channels = frames.reshape(-1, 3).astype(int)
     assert np.abs(channels[:, 0] - channels[:, 2]).max() > 50  # colour, not gray
 
@@ -95,6 +96,7 @@ def test_play_counts_first_episode_only():
     np.testing.assert_array_equal(results.lengths, [6, 6, 6])
     np.testing.assert_array_equal(results.returns, [6.0, 6.0, 6.0])
     assert len(frames) == 6 and frames[0].shape == CARTPOLE_FRAME + (3,)
+    assert episodes.frame_returns == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # after each action
 
 
 def test_agent_other_than_0_exits_2(tmp_path):
