@@ -47,7 +47,7 @@ def _agents(n: int) -> str:
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from anakin.train import MODE, AnakinRun
-    from envs import registry
+    from envs import registry, render
     from runtime.config import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
@@ -78,8 +78,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
               f"{step} of {args.workdir}, {agent}",
               f"episodes drawn from seed {seed}, on keys training never uses (see "
               "docs/evaluation.md)"]
-    return ev.Evaluation(results=results, frames=frames, header=header,
-                         frame_returns=list(return0) if args.video else [])
+    return ev.Evaluation(results=results, frames=render.label_frames(frames, list(return0)),
+                         header=header)
 
 
 def _renders(env) -> bool:

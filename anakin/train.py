@@ -248,7 +248,8 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     """
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
-    rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags())
+    rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags(),
+                    return_label=registry.return_axis_label(config.env_id))
     state = rundir.restore_or(run.init_state())
     start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     try:

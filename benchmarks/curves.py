@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 
+from envs.registry import return_axis_label
 from runtime.arguments import OneLineParser, doc_summary
-from runtime.curves import Line, draw, env_id_of, read_metrics, return_label, run_lines
+from runtime.curves import Line, common_label, draw, env_id_of, run_lines
+from runtime.run_files import read_metrics
 
 LAST_FRACTION = 0.2  # the statistic's share of training (benchmarks.seeds' too)
 
@@ -79,7 +81,8 @@ def main(argv=None) -> None:
                        if len(args.groups) == 1 and len(args.groups[0][1]) == 1
                        else "curves.png")
     title = args.title or ", ".join(sorted(e for e in envs if e)) or "episode return"
-    draw(out, lines, title, return_label(envs), args.target)
+    draw(out, lines, title, common_label(return_axis_label(e) for e in envs if e),
+         args.target)
     print(f"plot: {out}")
 
 

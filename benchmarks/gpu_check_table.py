@@ -26,6 +26,7 @@ import signal
 import sys
 
 from benchmarks.common import format_table
+from runtime.run_files import read_metrics
 from sebulba import timers
 
 FRAME_SKIP = 4  # Atari (EnvPool -v5): one env step is 4 frames
@@ -117,21 +118,6 @@ def number(cell: str) -> float | None:
         return float(cell.replace(",", ""))
     except (AttributeError, ValueError):
         return None
-
-
-def read_metrics(path: str) -> list[dict]:
-    """The rows of a ``metrics.jsonl`` (a half-written last line is skipped)."""
-    rows = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    pass
-    except OSError:
-        pass
-    return rows
 
 
 def anakin_rows(data: dict) -> list[list]:
@@ -235,7 +221,7 @@ def table(out: str) -> tuple[str, list[list[str]]]:
     sources = {
         "anakin": lambda: anakin_rows(read_json(os.path.join(out, "anakin.json")) or {}),
         "sebulba": lambda: sebulba_rows(_read_text(os.path.join(out, "sebulba.log"))),
-        "run": lambda: run_rows(read_metrics(os.path.join(out, "run", "metrics.jsonl")),
+        "run": lambda: run_rows(read_metrics(os.path.join(out, "run")),
                                 read_json(os.path.join(out, "run", "config.json"))),
     }
     names = {"anakin": "anakin_throughput", "sebulba": "sebulba_throughput",
@@ -270,7 +256,7 @@ def determinism_line(workdir_a: str, workdir_b: str) -> str:
 
     def steady(path):
         return [{k: v for k, v in row.items() if not is_clock_key(k)}
-                for row in read_metrics(os.path.join(path, "metrics.jsonl"))]
+                for row in read_metrics(path)]
 
     a, b = steady(workdir_a), steady(workdir_b)
     if not a or not b:

@@ -227,3 +227,16 @@ def obs_frame_fn(obs_shape: Sequence[int], obs_dtype: str, name: str = "",
     if name.startswith("Pendulum") and n == 3:
         return lambda obs: pendulum_frame(np.asarray(obs).reshape(-1))
     return labelled_bars_frame
+
+
+def label_frames(frames: Sequence[np.ndarray], returns: Sequence[float] = ()) -> list:
+    """``frames`` with a strip above each: ``step k/L  return R``, R the return after step
+    ``k``'s action (``returns[k - 1]``; left out where not known).
+
+    Returns:
+      uint8 ``[H + CAPTION_HEIGHT, W, 3]`` frames, as many as ``frames``.
+    """
+    n = len(frames)
+    return [caption(f, f"step {k + 1}/{n}" + (f"   return {returns[k]:.1f}"
+                                              if k < len(returns) else ""))
+            for k, f in enumerate(frames)]

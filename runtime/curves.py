@@ -24,6 +24,7 @@ from runtime import run_files
 from runtime.fields import SWEEPABLE
 
 CURVE = run_files.CURVE  # what a run writes into its directory as it closes
+RETURN_LABEL = "mean episode return"  # the y axis where the env says nothing more
 Curve = list[tuple[float, float]]  # [(x, episode_return)]
 
 
@@ -42,12 +43,6 @@ class Line:
     seeds: list
     steps: list[Curve]
     wall: list[Curve]
-
-
-def read_metrics(workdir: str) -> list[dict]:
-    """The lines of ``workdir/metrics.jsonl``."""
-    with open(run_files.metrics_path(workdir)) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def env_id_of(workdir: str) -> str | None:
@@ -112,12 +107,11 @@ def band(curves: list[Curve]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return x, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0)
 
 
-def return_label(env_ids) -> str:
-    """The y axis of a plot of the runs of ``env_ids``: Atari's returns are game scores."""
-    from envs.registry import return_axis_label
-
-    labels = {return_axis_label(e) for e in env_ids if e}
-    return labels.pop() if len(labels) == 1 else "mean episode return"
+def common_label(labels) -> str:
+    """The y axis of a plot of runs whose own labels are ``labels``
+    (``envs.registry.return_axis_label``'s): theirs where they agree."""
+    labels = set(labels)
+    return labels.pop() if len(labels) == 1 else RETURN_LABEL
 
 
 def _scale(values, units) -> tuple[float, str]:
@@ -186,12 +180,13 @@ def draw(path: str, lines: list[Line], title: str, ylabel: str,
     return path
 
 
-def write_run_curve(workdir: str) -> str | None:
-    """Draws ``workdir/curve.png`` from the run's ``metrics.jsonl``; None (nothing written)
-    when no episode finished yet."""
-    lines = run_lines(read_metrics(workdir))
+def write_run_curve(workdir: str, label: str = RETURN_LABEL) -> str | None:
+    """Draws ``workdir/curve.png`` from the run's ``metrics.jsonl``, the y axis ``label``
+    (the env's: ``envs.registry.return_axis_label``); None (nothing written) when no
+    episode finished yet."""
+    lines = run_lines(run_files.read_metrics(workdir))
     if not lines:
         return None
     env_id = env_id_of(workdir)
     title = f"{os.path.basename(os.path.abspath(workdir))}: {env_id or 'episode return'}"
-    return draw(run_files.curve_path(workdir), lines, title, return_label([env_id]))
+    return draw(run_files.curve_path(workdir), lines, title, label)

@@ -37,7 +37,8 @@ Only the first episode of each of the N envs counts.
 Frames (``--video``, mp4 or gif by the extension): the frame each action of env 0's first
 episode was taken on; envs that render RGB frames themselves give theirs, the others'
 observations are drawn (``envs.registry.obs_frame_fn``). Every frame carries a strip with
-its step and env 0's return after that step's action (``runtime.video.label_frames``).
+its step and env 0's return after that step's action (``envs.render.label_frames``, called
+by the architecture's evaluate command).
 
 Bad arguments raise ``EvalError``; the driver (``runtime.exits``) prints it as one
 ``error: ...`` line and exits with code 2 (1 for a runtime failure, with its traceback).
@@ -60,7 +61,7 @@ from rlcore.seeding import MAX_EVAL_ENVS
 from runtime import exits, failure, flag_parser, run_files
 from runtime.output_paths import output_file_problem
 from runtime.stats import EpisodeResults, result_rows, results_table
-from runtime.video import VIDEO_EXTENSIONS, label_frames, write_video
+from runtime.video import VIDEO_EXTENSIONS, write_video
 
 # A score normaliser: ``(env_id, returns [N]) -> scores [N]``, or None for an env it does not
 # know (the modes pass Atari's human-normalised score, ``envs.atari_scores``).
@@ -257,13 +258,11 @@ class Evaluation:
       results: the episodes' returns and lengths.
       frames: env 0's first episode, uint8 ``[H, W, 3]`` each (empty without ``--video``).
       header: lines describing the run, checkpoint, agent and seeds.
-      frame_returns: env 0's return after the action of each frame (empty: not known).
     """
 
     results: EpisodeResults
     frames: list
     header: list
-    frame_returns: list = dataclasses.field(default_factory=list)
 
 
 def define_flags() -> None:
@@ -344,7 +343,7 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         evaluation = evaluate(config, args)
         print(report(config, args, evaluation, normalize))
         if args.video:
-            frames = label_frames(evaluation.frames, evaluation.frame_returns)
+            frames = evaluation.frames
             write_video(args.video, frames)
             print(f"video: {args.video} ({len(frames)} frames of "
                   f"{frames[0].shape[1]}x{frames[0].shape[0]}, step and return on each)")

@@ -12,6 +12,7 @@ before any library loads.
 
 from __future__ import annotations
 
+import json
 import os
 
 CONFIG = "config.json"
@@ -43,6 +44,22 @@ def lock_path(workdir: str) -> str:
 def metrics_path(workdir: str) -> str:
     """``workdir/metrics.jsonl``."""
     return os.path.join(workdir, METRICS)
+
+
+def read_metrics(workdir: str) -> list[dict]:
+    """The rows of ``workdir``'s ``metrics.jsonl``, in order; blank lines and a torn line
+    (a process killed mid-write) skipped; none where the file is missing or unreadable."""
+    rows = []
+    try:
+        with open(metrics_path(workdir)) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    continue
+    except OSError:
+        return []
+    return rows
 
 
 def timing_path(workdir: str) -> str:

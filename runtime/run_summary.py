@@ -5,8 +5,6 @@ evaluated, and the commands that go on from there."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 
 from runtime import run_files
@@ -16,19 +14,9 @@ EVAL_RETURN = "eval/episode_return"
 
 
 def whole_run(workdir: str | None, rows: list[dict]) -> list[dict]:
-    """The run's rows: ``workdir``'s ``metrics.jsonl`` (every invocation of a resumed run;
-    a torn last line skipped), or ``rows`` (this invocation's) without a workdir or file."""
-    path = run_files.metrics_path(workdir) if workdir else None
-    if path is None or not os.path.exists(path):
-        return rows
-    whole = []
-    with open(path) as f:
-        for line in f:
-            try:
-                whole.append(json.loads(line))
-            except ValueError:
-                continue
-    return whole or rows
+    """The run's rows: ``workdir``'s ``metrics.jsonl`` (every invocation of a resumed run),
+    or ``rows`` (this invocation's) without a workdir or its file."""
+    return (run_files.read_metrics(workdir) if workdir else []) or rows
 
 
 def print_summary(rows) -> None:

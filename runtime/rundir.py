@@ -27,7 +27,7 @@ from rlcore.errors import ConfigError
 from runtime import cadence, distributed, failure, resume, signals
 from runtime.checkpoint import Checkpointer
 from runtime.console_ticker import Ticker
-from runtime.curves import CURVE, write_run_curve
+from runtime.curves import CURVE, RETURN_LABEL, write_run_curve
 from runtime.log_windows import LogWindows, truncate_metrics
 from runtime.metrics import MetricsLogger, wandb_settings, write_config
 from runtime.run_checkpoints import restore_newest_good
@@ -59,8 +59,9 @@ class RunDir:
     """
 
     def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int,
-                 agent_tags: list[dict] | None = None):
+                 agent_tags: list[dict] | None = None, return_label: str = RETURN_LABEL):
         self.config = config
+        self.return_label = return_label  # curve.png's y axis (the env's)
         self.workdir = workdir
         self.total = total_updates
         self.steps_per_update = steps_per_update
@@ -254,7 +255,7 @@ class RunDir:
         if not (self.workdir and self.main):
             return
         try:
-            write_run_curve(self.workdir)
+            write_run_curve(self.workdir, self.return_label)
         except Exception as e:  # noqa: BLE001 - the plot is a convenience
             print(f"{CURVE}: not written ({type(e).__name__}: {e})", file=sys.stderr)
 

@@ -1,5 +1,6 @@
 """Evaluation videos: uint8 ``[H, W, 3]`` frames to an mp4 (H.264, imageio-ffmpeg) or a
-looping gif (Pillow), each frame labelled with its step and return (``label_frames``).
+looping gif (Pillow); the evaluate commands label each frame with its step and return
+(``envs.render.label_frames``).
 
 A gif holds every frame only if no two consecutive frames are identical: Pillow's gif writer
 merges such frames into one (adding up their durations), so an episode whose picture does
@@ -32,21 +33,6 @@ def quiet_fork():
         warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called",
                                 category=RuntimeWarning)
         yield
-
-
-def label_frames(frames: Sequence[np.ndarray], returns: Sequence[float] = ()) -> list:
-    """``frames`` with a strip above each: ``step k/L  return R``, R the return after step
-    ``k``'s action (``returns[k - 1]``; left out where not known).
-
-    Returns:
-      uint8 ``[H + CAPTION_HEIGHT, W, 3]`` frames, as many as ``frames``.
-    """
-    from envs.render import caption
-
-    n = len(frames)
-    return [caption(f, f"step {k + 1}/{n}" + (f"   return {returns[k]:.1f}"
-                                              if k < len(returns) else ""))
-            for k, f in enumerate(frames)]
 
 
 def write_video(path: str, frames: Sequence[np.ndarray], fps: int = VIDEO_FPS) -> None:

@@ -42,6 +42,7 @@ def rgb_capture(env) -> Callable:
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from envs import registry
+    from envs.render import label_frames
     from runtime.config import DeviceCounts, validate
     from sebulba.train import MODE, SebulbaRun
 
@@ -76,8 +77,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
               f"{step} of {args.workdir}",
               f"episodes drawn from seed {config.seed}, on env seeds and keys training "
               "never uses (see docs/evaluation.md)"]
-    return ev.Evaluation(results=episodes.results(), frames=episodes.frames, header=header,
-                         frame_returns=episodes.frame_returns)
+    frames = label_frames(episodes.frames, episodes.frame_returns)
+    return ev.Evaluation(results=episodes.results(), frames=frames, header=header)
 
 
 def main() -> None:

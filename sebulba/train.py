@@ -297,7 +297,8 @@ class LearnerLoop:
         """The run directory, the restored (or fresh) state, the params server with its
         params and the evaluation envs; no thread runs yet."""
         rundir = RunDir(run.config, workdir, run.derived.num_updates,
-                        run.derived.steps_per_update)
+                        run.derived.steps_per_update,
+                        return_label=registry.return_axis_label(run.config.env_id))
         state = rundir.restore_or(run.init_state())
         start = int(distributed.to_host(state.update))
         server = pipeline.ParamsServer(run.layout.actor_devices)

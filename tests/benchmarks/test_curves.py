@@ -7,7 +7,9 @@ import json
 import numpy as np
 
 from benchmarks import curves
+from envs import registry
 from runtime import curves as run_curves
+from runtime import run_files
 
 
 def _run(path, rows, env_id=None):
@@ -49,7 +51,7 @@ def _sweep_rows():
 
 def test_a_3_by_2_sweep_is_3_lines_of_2_seeds(tmp_path, capsys):
     run = _run(tmp_path / "sweep", _sweep_rows(), "CartPole-v1")
-    lines = run_curves.run_lines(run_curves.read_metrics(run))
+    lines = run_curves.run_lines(run_files.read_metrics(run))
     assert [line.label for line in lines] == [
         "learning_rate=0.001", "learning_rate=0.0003", "learning_rate=0.0001"]
     assert all(line.seeds == [0, 1] for line in lines)
@@ -78,10 +80,13 @@ def test_no_finished_episode_writes_no_curve(tmp_path):
 
 
 def test_the_y_axis_fits_the_env():
-    assert run_curves.return_label(["CartPole-v1"]) == "mean episode return (sum of rewards)"
-    assert run_curves.return_label(["envpool:Breakout-v5"]) == (
+    def return_label(env_ids):
+        return run_curves.common_label(registry.return_axis_label(e) for e in env_ids)
+
+    assert return_label(["CartPole-v1"]) == "mean episode return (sum of rewards)"
+    assert return_label(["envpool:Breakout-v5"]) == (
         "mean episode return (game score, unclipped)")
-    assert run_curves.return_label(["Breakout-v5", "CartPole-v1"]) == "mean episode return"
+    assert return_label(["Breakout-v5", "CartPole-v1"]) == "mean episode return"
 
 
 def test_a_3_by_2_sweep_run_writes_its_curve(tmp_path):
@@ -96,6 +101,6 @@ def test_a_3_by_2_sweep_run_writes_its_curve(tmp_path):
     c.sweep.learning_rate = (1e-4, 3e-4, 1e-3)
     train(c, str(tmp_path))
     assert _png(tmp_path / "curve.png")
-    lines = run_curves.run_lines(run_curves.read_metrics(str(tmp_path)))
+    lines = run_curves.run_lines(run_files.read_metrics(str(tmp_path)))
     assert [(line.label, line.seeds) for line in lines] == [
         (f"learning_rate={lr:g}", [0, 1]) for lr in (1e-4, 3e-4, 1e-3)]

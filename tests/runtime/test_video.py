@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime.video import label_frames, write_video
+from envs.render import label_frames
+from runtime.video import write_video
 from tests.helpers import read_video
 
 
