@@ -60,6 +60,8 @@ class RunDir:
         self.logger: MetricsLogger | None = None
         self.windows = LogWindows(agent_tags or [{}])
         self.timing = RunTiming()
+        self.saved_at = time.monotonic()  # the last checkpoint's time, or the start's
+        self._note_checkpoint(None)
 
     def restore_or(self, fresh_state):
         """The newest checkpoint that restores, in ``fresh_state``'s structure, or
@@ -82,7 +84,18 @@ class RunDir:
         self._open_logger(start)
         if start:
             self.windows.load(self.workdir, start)
+        self._note_checkpoint(start)
+        self.saved_at = time.monotonic()
         return state
+
+    def _note_checkpoint(self, update: int | None) -> None:
+        """Tells the signal handlers the last checkpoint on disk (None: not known yet), for
+        their lines (``runtime.signals.Signals.kept``), and whether they print them."""
+        handlers = signals.current()
+        if handlers is not None:
+            handlers.console = self.main
+            handlers.workdir = self.ckpt is not None
+            handlers.checkpoint = update
 
     def _resume(self, fresh_state, steps: list[int]):
         """``(state, update)`` of the newest of ``steps`` that restores, once the config
@@ -145,25 +158,37 @@ class RunDir:
         return cadence.checkpoint_due(update, previous, self.config.checkpoint_every,
                                       self.total)
 
+    def clock_due(self) -> bool:
+        """Whether ``checkpoint_every_minutes`` have passed since the last checkpoint (or
+        the start) on this process's clock; the trainers agree on it across processes
+        before they pass it to ``checkpoint_or_exit``."""
+        return self.ckpt is not None and cadence.clock_due(
+            self.saved_at, time.monotonic(), self.config.checkpoint_every_minutes)
+
     def checkpoint_or_exit(self, update: int, previous: int, state,
-                           exit_code: int | None, in_flight: int | None = None) -> None:
-        """After updates ``previous + 1 .. update``: checkpoints when due or when the run
-        stops on a signal (``exit_code`` 130/143, agreed by every process), then stops.
+                           exit_code: int | None, in_flight: int | None = None,
+                           clock: bool = False) -> None:
+        """After updates ``previous + 1 .. update``: checkpoints when due (by updates, or
+        by the clock: ``clock``, agreed by every process) or when the run stops on a signal
+        (``exit_code`` 130/143, agreed by every process), then stops.
 
         Args:
           in_flight: the update a signal abandoned while it ran (Sebulba), for the line;
             ``state`` is then the one before it, ``update``'s.
+          clock: a wall-clock checkpoint is due (``clock_due`` of process 0).
 
         Raises:
           SystemExit: ``exit_code``, once the checkpoint is written (none at update 0: a
             rerun starts over the same way).
         """
-        if exit_code is not None and signals.current() is not None:
-            signals.current().acting()  # the watcher lets this checkpoint finish
-        if exit_code is not None and self.main:
+        handlers = signals.current()
+        if exit_code is not None and handlers is not None:
+            handlers.acting()  # the watcher lets this checkpoint finish
+        if exit_code is not None and self.main and not (handlers and handlers.announced):
             print(stopping_line(exit_code, update, self.ckpt is not None, in_flight),
                   file=sys.stderr, flush=True)
-        if self.checkpoint_due(update, previous) or (exit_code is not None and update > 0):
+        if (self.checkpoint_due(update, previous) or (clock and update > previous)
+                or (exit_code is not None and update > 0)):
             self.save(update, state)
         if exit_code is not None:
             raise SystemExit(exit_code)
@@ -180,6 +205,8 @@ class RunDir:
             self.windows.save(self.workdir, update)
         with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
             self.ckpt.save(update, state)
+        self.saved_at = time.monotonic()
+        self._note_checkpoint(update)
 
     def first_rollout(self, seconds: float) -> None:
         """Reports on the console that the learner got its first rollout (Sebulba: the
