@@ -178,3 +178,34 @@ def test_a_signal_during_a_call_longer_than_the_grace_saves_it_and_resumes_exact
     assert full.returncode == 0, full.stderr
     assert (reproducible_part(read_metrics(tmp_path / "cut"))
             == reproducible_part(read_metrics(tmp_path / "full")))
+
+
+def _sigterm_brax_at(delay_s: float, workdir) -> tuple[int, str]:
+    """SIGTERM ``delay_s`` after starting the Brax config (importing Brax and MuJoCo,
+    building or compiling: before its first update); its exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "anakin.main",
+                             "--config=configs/brax_inverted_pendulum_ppo.py",
+                             f"--workdir={workdir}"], cwd=REPO, env=entry_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay_s)
+    returncode, err, _ = _signal_and_wait(proc, signal.SIGTERM, 60)
+    return returncode, err
+
+
+def _assert_brax_stops_cleanly(delays: list[float], tmp_path) -> None:
+    """Every try exits 143 with its one line (a crash was exit 139: the interpreter's exit
+    raced the native threads of the libraries mid-import or mid-compile)."""
+    for i, delay in enumerate(delays):
+        returncode, err = _sigterm_brax_at(delay, tmp_path / str(i))
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert returncode == 143 and len(lines) == 1 and lines[0].startswith("SIGTERM "), (
+            delay, returncode, err)
+
+
+def test_sigterm_before_a_brax_runs_first_update_exits_143(tmp_path):
+    _assert_brax_stops_cleanly([2.0, 12.0], tmp_path)
+
+
+@pytest.mark.slow
+def test_sigterm_before_a_brax_runs_first_update_exits_143_ten_times(tmp_path):
+    _assert_brax_stops_cleanly([1.0 + 2.0 * i for i in range(10)], tmp_path)
