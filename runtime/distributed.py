@@ -112,21 +112,15 @@ def device_counts() -> DeviceCounts:
                         processes=jax.process_count())
 
 
-def agree_on_exit_code(code: int | None) -> int | None:
-    """The largest signal exit code any process saw (``None``: none did).
+def agree_after_call(code: int | None, clock_due: bool) -> tuple[int | None, bool]:
+    """``(the largest signal exit code any process saw (None: none did), process 0's
+    clock_due)``: whether the run stops on a signal, and whether a wall-clock checkpoint is
+    due, every process alike (process 0's clock decides; see docs/design.md, "Signals and
+    checkpoints").
 
     A collective in multi-process runs (every process calls it at the same point), so a
     signal that reaches the processes at different times still stops them together.
     """
-    if jax.process_count() == 1:
-        return code
-    return int(np.max(_gather_int(code or 0))) or None
-
-
-def agree_after_call(code: int | None, clock_due: bool) -> tuple[int | None, bool]:
-    """``(agree_on_exit_code(code), process 0's clock_due)`` in one collective: whether the
-    run stops on a signal, and whether a wall-clock checkpoint is due, every process alike
-    (process 0's clock decides; see docs/design.md, "Signals and checkpoints")."""
     if jax.process_count() == 1:
         return code, clock_due
     from jax.experimental import multihost_utils

@@ -10,10 +10,10 @@
 - ``timing.json``: ``runtime.run_timing``; the console lines: ``runtime.run_lines``.
 
 A resumed run's ``metrics.jsonl`` equals an uninterrupted run's except for clock keys.
-Signals are the trainers' business: each loop agrees on them across processes
-(``distributed.agree_on_exit_code``) and hands the result to ``checkpoint_or_exit``, which
-checkpoints before the run exits. See docs/design.md, "Run directory", and
-docs/design.md, "Signals and checkpoints".
+Signals and the wall-clock cadence are the trainers' business: each loop agrees on them
+across processes (``distributed.agree_after_call``, ``StopBoard``, ``ClockBoard``) and hands
+the result to ``checkpoint_or_exit``, which checkpoints before the run exits. See
+docs/design.md, "Run directory", and docs/design.md, "Signals and checkpoints".
 """
 
 from __future__ import annotations

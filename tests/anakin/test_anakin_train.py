@@ -144,7 +144,7 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
     assert read_metrics(tmp_path)[-1]["update"] <= steps[-1]
 
 
-def test_a_kill_after_the_wall_clock_cadence_loses_at_most_one_cadence(tmp_path):
+def test_a_kill_after_the_wall_clock_checkpoint_cadence_loses_at_most_one_cadence(tmp_path):
     """No update cadence (``checkpoint_every=0``), a wall-clock one of 1.2 s, calls of one
     update held 0.3 s: kill -9 once 12 updates are logged leaves a checkpoint at most one
     cadence (and the call in flight) behind the last logged update; the same command resumes

@@ -208,4 +208,4 @@ def test_sigterm_before_a_brax_runs_first_update_exits_143(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_before_a_brax_runs_first_update_exits_143_ten_times(tmp_path):
-    _assert_brax_stops_cleanly([1.0 + 2.0 * i for i in range(10)], tmp_path)
+    _assert_brax_stops_cleanly([2.0 + 1.5 * i for i in range(10)], tmp_path)
