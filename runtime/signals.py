@@ -7,9 +7,11 @@ on its update in flight: it abandons that update and checkpoints the last comple
 while the main thread is inside a library call (a compile, a long first call) Python runs no
 handler at all. So, while ``Signals`` is installed:
 
-- before the loop (validation, building the run, restoring): the handler ends the process
-  at once with one line (``os._exit`` 130/143: an interpreter exit in the middle of an
-  import or a compile races the native threads of XLA, Brax or MuJoCo and could crash);
+- before the loop (imports, validation, building the run, restoring) and while the loop
+  compiles (``compiling()``): the handler, or the watcher where the main thread is inside a
+  library call, ends the process at once with one line (``os._exit`` 130/143: an
+  interpreter exit in the middle of an import or a compile races the native threads of XLA,
+  Brax or MuJoCo and could crash; nothing new could be saved yet);
 - in the loop (``Signals.loop()``, which the loop's ``SignalFlag`` calls): the handler
   records the code for the loop to act on;
 - a watcher thread wakes on every signal (``signal.set_wakeup_fd``: the C-level handler
@@ -18,8 +20,7 @@ handler at all. So, while ``Signals`` is installed:
   and ends the process with the code (``os._exit``: metrics lines are written line by line;
   the last checkpoint on disk stays, a save cut short is never taken as a step). The grace
   is ``GRACE_S``, or while a compiled call is in flight (``call_started``) the call's bound
-  and ``GRACE_S`` after it: the watcher says at once that the call finishes and is saved.
-  While the loop compiles (``compiling()``) nothing new could be saved: it ends at once;
+  and ``GRACE_S`` after it: the watcher says at once that the call finishes and is saved;
 - every line says what was kept and how to go on (``kept``: the last checkpoint, which the
   run directory notes, ``note_checkpoint``);
 - a second signal ends the process at once the same way (the watcher sees it too). One
@@ -106,9 +107,13 @@ class Signals:
         self._acting.set()
 
     def compiling(self) -> None:
-        """The loop compiles before its first call: a signal ends the run at once (the
-        state is the restored checkpoint's; nothing new to save)."""
+        """The loop compiles before its first call or update: a signal ends the run at once
+        (the state is the restored checkpoint's or the fresh one: nothing new to save)."""
         self.phase = "compiling"
+
+    def compiled(self) -> None:
+        """The compile is done: the loop acts on a signal again."""
+        self.phase = "training"
 
     def call_started(self, first: int, last: int, bound_s: float) -> None:
         """A compiled call of updates ``first .. last`` begins and may take ``bound_s``: a
@@ -148,8 +153,7 @@ class Signals:
                                  f"without a new checkpoint; {self.kept()}")
         self.exit_code, self.first_at = CODES[signum], time.monotonic()
         if not self._in_loop:
-            _end(self.exit_code, f"{signal.Signals(signum).name} while starting: stopped "
-                                 f"before training; {self.kept()}")
+            self._end_now(signal.Signals(signum))
 
     def _watch(self, r: int) -> None:
         seen: list[int] = []  # our signals, copies within DUPLICATE_S counted once
@@ -177,22 +181,29 @@ class Signals:
         return self.exit_code or CODES[signal.Signals(signum)]
 
     def _first_seen(self, sig: signal.Signals) -> None:
-        """The first signal, seen at once: during a compile the run ends now; during a call
-        the console hears that the call finishes and is saved."""
-        if self.phase == "compiling":
-            _end(self._code(sig), f"{sig.name} during compile: stopped (nothing new to "
-                                  f"save before the first call); {self.kept()}")
+        """The first signal, seen at once: before the loop or during a compile the run ends
+        now; during a call the console hears that the call finishes and is saved."""
+        if not self._in_loop or self.phase == "compiling":
+            self._end_now(sig)  # the main thread may be inside an import or a compile
         call = self._call
-        if call is None or not self._in_loop or not self.console:
+        if call is None or not self.console:
             return
         if self.workdir:
             then = (f"then saving a checkpoint at update {call[1]}; run the same command to "
                     "resume")
         else:
             then = "then stopping (no --workdir: nothing is saved)"
-        print(f"{sig.name}: finishing the call in flight (updates {call[0]}-{call[1]}), "
-              f"{then}", file=sys.stderr, flush=True)
+        _say(f"{sig.name}: finishing the call in flight (updates {call[0]}-{call[1]}), "
+             f"{then}")
         self.announced = True
+
+    def _end_now(self, sig: signal.Signals) -> None:
+        """Ends the run before its loop or during its compile: nothing new to save."""
+        if self.phase == "compiling":
+            _end(self._code(sig), f"{sig.name} during compile: stopped (nothing new to save "
+                                  f"yet); {self.kept()}")
+        _end(self._code(sig), f"{sig.name} while starting: stopped before training; "
+                              f"{self.kept()}")
 
     def _check_deadline(self, sig: signal.Signals, first_at: float) -> None:
         """Ends the run when the loop has not begun to act within its grace."""
@@ -216,12 +227,26 @@ def _read(r: int) -> bytes:
 _ENDING = threading.Lock()
 
 
+def _say(line: str) -> None:
+    """``line`` on stderr, written to its file descriptor: the handler may run while the
+    main thread is inside a write to ``sys.stderr`` (a library's warning), where a print
+    would fail as a reentrant call and the line be lost."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = 2
+    try:
+        os.write(fd, (line + "\n").encode())
+    except OSError:
+        pass
+
+
 def _end(code: int, line: str) -> None:
     """One line on stderr, then the process ends with ``code`` (no cleanup runs). A second
     caller (another thread) waits here until the first has ended the process."""
     _ENDING.acquire()
     try:
-        print(line, file=sys.stderr, flush=True)
+        _say(line)
     finally:
         os._exit(code)
 
@@ -282,6 +307,11 @@ class SignalFlag:
         """The loop compiles (``Signals.compiling``)."""
         if self._signals is not None:
             self._signals.compiling()
+
+    def compiled(self) -> None:
+        """The compile is done (``Signals.compiled``)."""
+        if self._signals is not None:
+            self._signals.compiled()
 
     def call_started(self, first: int, last: int, bound_s: float) -> None:
         """A call of updates ``first .. last`` that may take ``bound_s`` begins

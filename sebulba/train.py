@@ -365,8 +365,11 @@ class LearnerLoop:
         """Dispatches update ``u``; returns ``(new state, LearnerOutput)``, still being
         computed."""
         run = self.run
+        if self.compile_from is not None:  # the first update compiles: nothing new to save
+            self.flag.compiling()
         new_state, out = run.learner_step(self.state, batch,
                                           sl.episode_array(items, run.layout), jnp.int32(u))
+        self.flag.compiled()
         self.progress.stage(u, TRAINING)
         return new_state, out
 

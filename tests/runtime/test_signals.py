@@ -80,8 +80,7 @@ def test_during_a_compile_a_signal_exits_at_once_with_one_line():
     returncode, err, took = _signal_and_wait(_start("compiling"), signal.SIGTERM, 5)
     assert returncode == 143 and took < 2, err
     assert err.strip().splitlines() == [
-        f"SIGTERM during compile: stopped (nothing new to save before the first call); "
-        f"{UNKNOWN}"]
+        f"SIGTERM during compile: stopped (nothing new to save yet); {UNKNOWN}"]
 
 
 def test_a_call_in_flight_is_announced_at_once_and_a_hung_one_ended_after_its_bound():
