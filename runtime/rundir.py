@@ -94,8 +94,7 @@ class RunDir:
         handlers = signals.current()
         if handlers is not None:
             handlers.console = self.main
-            handlers.workdir = self.ckpt is not None
-            handlers.checkpoint = update
+            handlers.note_checkpoint(update, workdir=self.ckpt is not None)
 
     def _resume(self, fresh_state, steps: list[int]):
         """``(state, update)`` of the newest of ``steps`` that restores, once the config

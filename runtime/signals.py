@@ -126,8 +126,9 @@ class Signals:
         """The call in flight returned: the loop acts on a signal within ``GRACE_S``."""
         self._call, self._allow_until = None, time.monotonic() + GRACE_S
 
-    def note_checkpoint(self, update: int, workdir: bool = True) -> None:
-        """The run's last checkpoint on disk is ``update`` (0: none yet), in a workdir."""
+    def note_checkpoint(self, update: int | None, workdir: bool = True) -> None:
+        """The run's last checkpoint on disk is ``update`` (0: none yet; None: not known
+        yet); ``workdir``: whether the run saves at all."""
         self.checkpoint, self.workdir = update, workdir
 
     def kept(self) -> str:
