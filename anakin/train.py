@@ -178,6 +178,8 @@ class AnakinRun:
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
         (so a run whose length is not a multiple of the call size compiles once)."""
         env_ids = self._env_ids()
+        if self.config.debug.call_delay_ms:
+            num_active = _delayed(num_active, self.config.debug.call_delay_ms / 1000)
 
         def agent_update(state: AnakinState, roots: Roots, swept):
             u = state.learner.update
@@ -240,11 +242,19 @@ def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
     return sizes
 
 
+# A signal during a call lets it finish and save (``runtime.signals``) within its bound:
+# the first call's (not measured yet; a call that has not returned by then is taken as hung),
+# later ones twice the longest call so far.
+FIRST_CALL_BOUND_S = 600.0
+
+
 def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     """Runs Anakin training; writes the run directory; returns the logged rows.
 
     Resumes from the latest checkpoint in ``workdir`` when there is one. Raises
-    ``SystemExit(130/143)`` after a SIGINT/SIGTERM, once a checkpoint is written.
+    ``SystemExit(130/143)`` after a SIGINT/SIGTERM, once a checkpoint is written: a signal
+    during a call lets the call finish and saves its last update (docs/design.md, "Signals
+    and checkpoints").
     """
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
@@ -254,28 +264,43 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     try:
         with SignalFlag() as flag:
+            flag.compiling()
             with rundir.compiling(config.updates_per_call):
                 compile_s = run.compile(state)  # (a finished run stopped in restore_or)
-            first = True
+            longest = None  # the longest call so far, seconds
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()
-                state, out = run.call(state, k)
-                out = distributed.to_host(out)
-                if not first:  # debug.learner_delay_ms (a test knob): not the compiling call
-                    _hold(config.debug.learner_delay_ms / 1000, flag)
-                per_update_s = (time.perf_counter() - t_call) / k
-                if first:  # training time counts from here: the call's own time is real
-                    rundir.first_call_done(k, per_update_s * k, compile_s=compile_s,
+                state, out, call_s = _timed_call(run, flag, state, start, k, longest)
+                if longest is None:  # training time counts from here: the call's is real
+                    rundir.first_call_done(k, call_s, compile_s=compile_s,
                                            steady_from=(start, t_call))
-                    first = False
+                else:  # debug.learner_delay_ms (a test knob): not the first call
+                    _hold(config.debug.learner_delay_ms / 1000, flag)
+                longest = max(longest or 0.0, call_s)
+                per_update_s = (time.perf_counter() - t_call) / k
                 _record_call(run, rundir, out, start, k, t_call, per_update_s)
                 # A collective in multi-process runs: every process, after every call.
-                exit_code = distributed.agree_on_exit_code(flag.exit_code)
-                rundir.checkpoint_or_exit(start + k, start, state, exit_code)
+                exit_code, clock = distributed.agree_after_call(flag.exit_code,
+                                                                rundir.clock_due())
+                rundir.checkpoint_or_exit(start + k, start, state, exit_code, clock=clock)
                 start += k
     finally:
         rundir.close()
     return rundir.history
+
+
+def _timed_call(run: AnakinRun, flag: SignalFlag, state: AnakinState, start: int, k: int,
+                longest: float | None) -> tuple[AnakinState, UpdateOutput, float]:
+    """Updates ``start + 1 .. start + k`` in one call, which a signal lets finish (within
+    its bound: ``FIRST_CALL_BOUND_S``, or twice ``longest``); returns the new state, the
+    outputs on the host and the call's seconds."""
+    t = time.perf_counter()
+    flag.call_started(start + 1, start + k,
+                      FIRST_CALL_BOUND_S if longest is None else 2 * longest)
+    new_state, out = run.call(state, k)
+    out = distributed.to_host(out)
+    flag.call_done()
+    return new_state, out, time.perf_counter() - t
 
 
 def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, k: int,
@@ -292,6 +317,16 @@ def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, 
         rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
                       sps=run.derived.steps_per_update / per_update_s,
                       at=t_call + (i + 1) * per_update_s)
+
+
+def _delayed(x, seconds: float):
+    """``x`` once a host callback has slept ``seconds`` (``debug.call_delay_ms``): the call
+    lasts that much longer, its results unchanged."""
+    def sleep(value):
+        time.sleep(seconds)
+        return value
+
+    return jax.pure_callback(sleep, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
 
 
 def _hold(seconds: float, flag: SignalFlag) -> None:

@@ -112,15 +112,22 @@ def device_counts() -> DeviceCounts:
                         processes=jax.process_count())
 
 
-def agree_on_exit_code(code: int | None) -> int | None:
-    """The largest signal exit code any process saw (``None``: none did).
+def agree_after_call(code: int | None, clock_due: bool) -> tuple[int | None, bool]:
+    """``(the largest signal exit code any process saw (None: none did), process 0's
+    clock_due)``: whether the run stops on a signal, and whether a wall-clock checkpoint is
+    due, every process alike (process 0's clock decides; see docs/design.md, "Signals and
+    checkpoints").
 
     A collective in multi-process runs (every process calls it at the same point), so a
     signal that reaches the processes at different times still stops them together.
     """
     if jax.process_count() == 1:
-        return code
-    return int(np.max(_gather_int(code or 0))) or None
+        return code, clock_due
+    from jax.experimental import multihost_utils
+
+    both = np.asarray(multihost_utils.process_allgather(
+        np.asarray([code or 0, int(clock_due)], np.int32)))  # [num_processes, 2]
+    return int(np.max(both[:, 0])) or None, bool(both[0, 1])
 
 
 def all_processes_agree(ok: bool) -> bool:
@@ -190,6 +197,39 @@ class StopBoard:
                                                         int(self._timeout_s * 1000)))
                 for p in range(jax.process_count()))
         return self._agreed
+
+
+class ClockBoard:
+    """Wall-clock checkpoints taken together without device collectives (Sebulba).
+
+    Process 0's clock decides: when it says a checkpoint is due after update ``u``, process
+    0 posts ``u + 1`` to the coordination service (``podracer/clock/<u + 1>``) and every
+    process checkpoints update ``u + 1``. A process reaches update ``u + 1``'s end only once
+    that update completed, whose collectives needed process 0 to dispatch it, after it
+    posted: every process reads the same answer. One process: its own clock, at once.
+    """
+
+    KEY = "podracer/clock"
+
+    def __init__(self):
+        self._client = _coordination_client() if jax.process_count() > 1 else None
+        self._posted = -1
+
+    def due(self, update: int, clock_due: bool) -> bool:
+        """Whether the run checkpoints after ``update`` (1-based) for the clock;
+        ``clock_due``: this process's clock says one is due."""
+        if self._client is None:
+            return clock_due
+        if jax.process_index() == 0 and clock_due and self._posted < update:
+            self._client.key_value_set(f"{self.KEY}/{update + 1}", "1")
+            self._posted = update + 1
+        try:
+            self._client.key_value_try_get(f"{self.KEY}/{update}")
+        except Exception as e:  # noqa: BLE001 - jaxlib's error for a key not posted
+            if "NOT_FOUND" not in str(e).upper():
+                raise
+            return False
+        return True
 
 
 def _coordination_client():

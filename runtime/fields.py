@@ -298,11 +298,14 @@ FIELDS: tuple[Field, ...] = (
           Number(above_zero="must be > 0, got {value}")),
     ),
     *_group(
-        "Logging and checkpoints (in updates)",
+        "Logging and checkpoints (in updates, or minutes where named)",
         F("log_every", 10, "A metrics line every this many updates.", POSITIVE,
           resumable=True),
         F("checkpoint_every", 0, "Checkpoint every this many updates; 0: only at the end and "
           "on signals.", Ints(0, "an integer >= 0"), resumable=True),
+        F("checkpoint_every_minutes", 10.0, "Also checkpoint after the first update (Anakin: "
+          "call) that ends this many minutes after the last checkpoint; 0: off.",
+          NON_NEGATIVE, resumable=True),
     ),
     *_group(
         "Evaluation during training: greedy episodes on envs with seeds of their own",
@@ -389,6 +392,9 @@ FIELDS: tuple[Field, ...] = (
           "fails).", Int32(), resumable=True),
         F("debug.learner_delay_ms", 0, "Updates (Anakin: calls) but the first (compiling) "
           "last longer by this.", Ints(0, "an integer >= 0"), resumable=True),
+        F("debug.call_delay_ms", 0, "Anakin: every compiled call sleeps this long inside "
+          "(a host callback: the loop cannot act meanwhile).", Ints(0, "an integer >= 0"),
+          resumable=True),
     ),
     *_group(
         "Sweeps",

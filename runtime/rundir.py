@@ -11,10 +11,10 @@
 - ``curve.png``, drawn from ``metrics.jsonl`` as the run closes: ``runtime.curves``.
 
 A resumed run's ``metrics.jsonl`` equals an uninterrupted run's except for clock keys.
-Signals are the trainers' business: each loop agrees on them across processes
-(``distributed.agree_on_exit_code``) and hands the result to ``checkpoint_or_exit``, which
-checkpoints before the run exits. See docs/design.md, "Run directory", and
-docs/design.md, "Signals and checkpoints".
+Signals and the wall-clock cadence are the trainers' business: each loop agrees on them
+across processes (``distributed.agree_after_call``, ``StopBoard``, ``ClockBoard``) and hands
+the result to ``checkpoint_or_exit``, which checkpoints before the run exits. See
+docs/design.md, "Run directory", and docs/design.md, "Signals and checkpoints".
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class RunDir:
         self.agent_tags = agent_tags or [{}]
         self.windows = LogWindows(self.agent_tags)
         self.timing = RunTiming()
+        self.saved_at = time.monotonic()  # the last checkpoint's time, or the start's
+        self._note_checkpoint(None)
 
     def restore_or(self, fresh_state):
         """The newest checkpoint that restores, in ``fresh_state``'s structure, or
@@ -95,7 +97,17 @@ class RunDir:
             self.windows.load(self.workdir, start)
             if self.main:  # the last known return of the lines before the checkpoint
                 self.logger.recall(whole_run(self.workdir, []))
+        self._note_checkpoint(start)
+        self.saved_at = time.monotonic()
         return state
+
+    def _note_checkpoint(self, update: int | None) -> None:
+        """Tells the signal handlers the last checkpoint on disk (None: not known yet), for
+        their lines (``runtime.signals.Signals.kept``), and whether they print them."""
+        handlers = signals.current()
+        if handlers is not None:
+            handlers.console = self.main
+            handlers.note_checkpoint(update, workdir=self.ckpt is not None)
 
     def _resume(self, fresh_state, steps: list[int]):
         """``(state, update)`` of the newest of ``steps`` that restores, once the config
@@ -159,25 +171,37 @@ class RunDir:
         return cadence.checkpoint_due(update, previous, self.config.checkpoint_every,
                                       self.total)
 
+    def clock_due(self) -> bool:
+        """Whether ``checkpoint_every_minutes`` have passed since the last checkpoint (or
+        the start) on this process's clock; the trainers agree on it across processes
+        before they pass it to ``checkpoint_or_exit``."""
+        return self.ckpt is not None and cadence.clock_due(
+            self.saved_at, time.monotonic(), self.config.checkpoint_every_minutes)
+
     def checkpoint_or_exit(self, update: int, previous: int, state,
-                           exit_code: int | None, in_flight: int | None = None) -> None:
-        """After updates ``previous + 1 .. update``: checkpoints when due or when the run
-        stops on a signal (``exit_code`` 130/143, agreed by every process), then stops.
+                           exit_code: int | None, in_flight: int | None = None,
+                           clock: bool = False) -> None:
+        """After updates ``previous + 1 .. update``: checkpoints when due (by updates, or
+        by the clock: ``clock``, agreed by every process) or when the run stops on a signal
+        (``exit_code`` 130/143, agreed by every process), then stops.
 
         Args:
           in_flight: the update a signal abandoned while it ran (Sebulba), for the line;
             ``state`` is then the one before it, ``update``'s.
+          clock: a wall-clock checkpoint is due (``clock_due`` of process 0).
 
         Raises:
           SystemExit: ``exit_code``, once the checkpoint is written (none at update 0: a
             rerun starts over the same way).
         """
-        if exit_code is not None and signals.current() is not None:
-            signals.current().acting()  # the watcher lets this checkpoint finish
-        if exit_code is not None and self.main:
+        handlers = signals.current()
+        if exit_code is not None and handlers is not None:
+            handlers.acting()  # the watcher lets this checkpoint finish
+        if exit_code is not None and self.main and not (handlers and handlers.announced):
             print(stopping_line(exit_code, update, self.ckpt is not None, in_flight),
                   file=sys.stderr, flush=True)
-        if self.checkpoint_due(update, previous) or (exit_code is not None and update > 0):
+        if (self.checkpoint_due(update, previous) or (clock and update > previous)
+                or (exit_code is not None and update > 0)):
             self.save(update, state)
         if exit_code is not None:
             raise SystemExit(exit_code)
@@ -194,6 +218,8 @@ class RunDir:
             self.windows.save(self.workdir, update)
         with failure.doing(f"saving checkpoint {update} in {self.ckpt.directory}"):
             self.ckpt.save(update, state)
+        self.saved_at = time.monotonic()
+        self._note_checkpoint(update)
 
     @contextlib.contextmanager
     def compiling(self, updates: int):

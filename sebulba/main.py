@@ -5,9 +5,14 @@ beside the workdir (to ``<workdir>.old-<time>/``) and starts over.
 Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 """
 
-from absl import app, flags
+if __name__ == "__main__":  # from here on a signal ends the command with its one line
+    from runtime import signals
 
-from runtime import train_command, train_flags
+    signals.start()
+
+from absl import app, flags  # noqa: E402 - after the handlers: imports take seconds
+
+from runtime import train_command, train_flags  # noqa: E402
 
 FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
                                  mode="sebulba")

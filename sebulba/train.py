@@ -272,6 +272,7 @@ class LearnerLoop:
       native: XLA's native output to the errors file, until the first update is done (its
         compiles: ``failure.NativeOutput``).
       flag, board: this process's signal flag and every process's (``distributed.StopBoard``).
+      clock: when the wall-clock checkpoints fall, process 0's clock (``ClockBoard``).
       in_flight: a signal left an update running on the devices.
     """
 
@@ -290,6 +291,7 @@ class LearnerLoop:
     native: failure.NativeOutput | None = None
     flag: SignalFlag | None = None
     board: distributed.StopBoard | None = None
+    clock: distributed.ClockBoard | None = None
     in_flight: bool = False
 
     @classmethod
@@ -320,6 +322,7 @@ class LearnerLoop:
                                  run.layout.envs_per_thread * run.config.num_steps,
                                  enabled=self.rundir.main)
         self.board = distributed.StopBoard()  # the signals of every process (see ``train``)
+        self.clock = distributed.ClockBoard()
 
     def exit_code(self) -> int | None:
         """The exit code a signal to any process asks for, or None."""
@@ -368,8 +371,11 @@ class LearnerLoop:
         """Dispatches update ``u``; returns ``(new state, LearnerOutput)``, still being
         computed."""
         run = self.run
+        if self.compile_from is not None:  # the first update compiles: nothing new to save
+            self.flag.compiling()
         new_state, out = run.learner_step(self.state, batch,
                                           sl.episode_array(items, run.layout), jnp.int32(u))
+        self.flag.compiled()
         self.progress.stage(u, TRAINING)
         return new_state, out
 
@@ -407,8 +413,8 @@ class LearnerLoop:
         self.native.stop()
 
     def record(self, u: int, out, items: list[RolloutItem], stages: timers.Timers) -> None:
-        """Update ``u``'s evaluation (when due), metrics line and checkpoint (and exit on a
-        signal, agreed with every process)."""
+        """Update ``u``'s evaluation (when due), metrics line and checkpoint (by updates or
+        by process 0's clock; and exit on a signal, agreed with every process)."""
         evals = _evaluate(self.run, self.server, self.evaluator, self.stop, self.interrupted,
                           u + 1, self.progress)
         self.progress.stage(u, None)
@@ -416,7 +422,8 @@ class LearnerLoop:
         exit_code = self.exit_code()
         if exit_code is not None:
             self.board.agree_on_update(u + 1)
-        self.rundir.checkpoint_or_exit(u + 1, u, self.state, exit_code)
+        clock = self.clock.due(u + 1, self.rundir.clock_due())
+        self.rundir.checkpoint_or_exit(u + 1, u, self.state, exit_code, clock=clock)
 
     def shutdown(self) -> None:
         """Stops the actors and joins them, then closes every part (each one even when

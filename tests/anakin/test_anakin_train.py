@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 
 import jax
@@ -18,10 +20,12 @@ from configs import cartpole_impala, cartpole_ppo
 from rlcore.errors import ConfigError
 from runtime.distributed import data_mesh
 from tests.helpers import (
+    REPO,
     assert_rows_close,
     best_return,
     checkpoint_steps,
     config_error_lines,
+    entry_env,
     read_metrics,
     reproducible_part,
     run_entry,
@@ -194,6 +198,47 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
     steps = checkpoint_steps(tmp_path)
     assert steps and steps[-1] >= 10
     assert read_metrics(tmp_path)[-1]["update"] <= steps[-1]
+
+
+def test_a_kill_after_the_wall_clock_checkpoint_cadence_loses_at_most_one_cadence(tmp_path):
+    """No update cadence (``checkpoint_every=0``), a wall-clock one of 1.2 s, calls of one
+    update held 0.3 s: kill -9 once 12 updates are logged leaves a checkpoint at most one
+    cadence (and the call in flight) behind the last logged update; the same command resumes
+    from it and recomputes the lost updates exactly."""
+    command = [sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+               f"--workdir={tmp_path}", f"--config.total_env_steps={16 * 32 * 40}",
+               "--config.num_envs=16", "--config.num_steps=32", "--config.log_every=1",
+               "--config.updates_per_call=1", "--config.num_devices=1",
+               "--config.checkpoint_every=0", "--config.checkpoint_every_minutes=0.02"]
+    proc = subprocess.Popen([*command, "--config.debug.learner_delay_ms=300"], cwd=REPO,
+                            env=entry_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        while len(_lines(tmp_path)) < 12:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    before = _lines(tmp_path)
+    newest = checkpoint_steps(tmp_path)[-1]
+    fastest_update_s = min(r["time/update_s"] for r in before[1:])  # held: not the first
+    assert before[-1]["update"] - newest <= 1.2 / fastest_update_s + 2, (newest, before[-1])
+    done = subprocess.run(command, cwd=REPO, env=entry_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and f"resuming from update {newest}" in done.stderr
+    after = {r["update"]: r for r in reproducible_part(read_metrics(tmp_path))}
+    assert [after[r["update"]] for r in reproducible_part(before)] == reproducible_part(before)
+
+
+def _lines(workdir) -> list[dict]:
+    """The metrics lines written so far (a line being written left out)."""
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(ln) for ln in f.read().splitlines()[:-1] if ln.strip()]
 
 
 def test_learner_delay_holds_every_call_but_the_first():

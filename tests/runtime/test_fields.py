@@ -53,7 +53,7 @@ def test_views():
                                   "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
                                   "deterministic")
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update",
-                                   "learner_delay_ms")
+                                   "learner_delay_ms", "call_delay_ms")
     # The sweepable fields are exactly the scalars of the learner's record, in its order.
     assert fields.SWEEPABLE == SCALARS
     assert all(ROWS[k].kind == fields.NUMBER for k in fields.SWEEPABLE)

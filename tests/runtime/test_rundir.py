@@ -119,6 +119,28 @@ def test_checkpoint_due(tmp_path, every, update, previous, due):
         rundir.close()
 
 
+def test_the_clock_checkpoints_between_update_points_and_restarts_after_a_save(tmp_path):
+    """``checkpoint_every_minutes``: due once that long has passed since the last checkpoint
+    (or the start); ``clock=True`` (the trainers' agreed answer) saves; a save restarts it."""
+    rundir = RunDir(_config(log_every=1, checkpoint_every=0, checkpoint_every_minutes=0.01),
+                    str(tmp_path), total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    try:
+        rundir.restore_or(_state(0))
+        assert not rundir.clock_due()
+        rundir.saved_at -= 0.6  # 0.01 minutes passed
+        assert rundir.clock_due()
+        rundir.record(1, _scalars(1), _episodes(1))
+        rundir.checkpoint_or_exit(1, 0, _state(1), None, clock=rundir.clock_due())
+        assert rundir.ckpt.latest_step() == 1 and not rundir.clock_due()
+    finally:
+        rundir.close()
+    off = RunDir(_config(log_every=1, checkpoint_every_minutes=0), str(tmp_path / "off"),
+                 total_updates=10, steps_per_update=STEPS_PER_UPDATE)
+    off.saved_at -= 1e9
+    assert not off.clock_due()
+    off.close()
+
+
 def test_checkpoint_or_exit_saves_when_due_and_before_exiting(tmp_path, capsys):
     rundir = RunDir(_config(log_every=2, checkpoint_every=4), str(tmp_path),
                     total_updates=10, steps_per_update=STEPS_PER_UPDATE)

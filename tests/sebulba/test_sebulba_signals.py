@@ -76,6 +76,7 @@ def test_sigint_abandons_the_update_in_flight_and_the_same_command_resumes(tmp_p
     assert "Traceback" not in err and "learner:" not in err, err  # no progress line < 30 s
     assert checkpoint_steps(tmp_path) == [1]
     assert [r["update"] for r in read_metrics(tmp_path)] == [1]
+    _sigterm_while_the_resume_compiles(tmp_path)
 
     code, err, took = _interrupt_after(tmp_path, "update 2/3", again_on="SIGINT: abandoning")
     assert "resuming from update 1" in err and code == 130 and took < 4, (took, err)
@@ -89,6 +90,36 @@ def test_sigint_abandons_the_update_in_flight_and_the_same_command_resumes(tmp_p
     assert f"resuming from update {saved[-1]}" in proc.stderr and "damaged" not in proc.stderr
     assert [r["update"] for r in read_metrics(tmp_path)] == [1, 2, 3]
     assert checkpoint_steps(tmp_path)[-1] == 3
+
+
+def _sigterm_while_the_resume_compiles(workdir) -> None:
+    """SIGTERM 0.3 s after the resumed run's first rollout, while its learner step
+    compiles: exit 143 at once, one line naming the checkpoint kept (1) and how to resume
+    (or, where the compile was done by then, the update in flight abandoned, 1 saved)."""
+    proc = subprocess.Popen(_command(workdir, HOLD_MS), cwd=REPO, env=entry_env(),
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("first rollout after"):
+                time.sleep(0.3)
+                proc.send_signal(signal.SIGTERM)
+                break
+        lines += proc.stderr.readlines()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    err = "".join(lines)
+    stop_lines = [ln for ln in err.splitlines() if ln.startswith("SIGTERM")]
+    assert proc.returncode == 143 and len(stop_lines) == 1, err
+    assert stop_lines[0] in (
+        "SIGTERM during compile: stopped (nothing new to save yet); the checkpoint at "
+        "update 1 is kept; run the same command to resume from it",
+        "SIGTERM: abandoning update 2 in flight, saving a checkpoint at update 1, then "
+        "exiting; run the same command to resume (a second SIGTERM exits at once, keeping "
+        "the last checkpoint)"), err
+    assert checkpoint_steps(workdir) == [1]
 
 
 def _item(update: int, env_step_s: float):
