@@ -20,6 +20,7 @@ docs/design.md, "Run directory", and docs/design.md, "Signals and checkpoints".
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import time
 
@@ -277,13 +278,20 @@ class RunDir:
 
     def _write_curve(self) -> None:
         """``curve.png`` from the whole ``metrics.jsonl`` (``runtime.curves``), by process 0
-        of a run with a workdir; a plot that fails is one line, never the run's failure."""
+        of a run with a workdir; a plot that fails is one console line, never the run's
+        failure (while the run fails, the line goes to the errors file: the run's failure
+        is its one console line)."""
         if not (self.workdir and self.main):
             return
+        failing = sys.exc_info()[0]  # closing in a ``finally``: what the run fails with
         try:
             write_run_curve(self.workdir, self.return_label)
         except Exception as e:  # noqa: BLE001 - the plot is a convenience
-            print(f"{CURVE}: not written ({type(e).__name__}: {e})", file=sys.stderr)
+            line = f"{CURVE}: not written ({type(e).__name__}: {e})"
+            if failing is None or issubclass(failing, (SystemExit, KeyboardInterrupt)):
+                print(line, file=sys.stderr)
+            else:  # the run's own failure is its one console line
+                logging.getLogger(__name__).warning(line)
 
     def _write_timing(self) -> None:
         """``timing.json`` (``runtime.run_timing``), by process 0 of a run with a workdir."""
