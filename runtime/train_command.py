@@ -86,19 +86,19 @@ def details_file(config, workdir: str | None) -> failure.Details:
 
 
 def check_early(config, workdir: str | None, fresh: bool) -> bool:
-    """The checks that need only the flags and the files of ``workdir`` where it exists
-    (a run may be there): the shared fields, the workdir, its lock (``claim_workdir``) and,
-    unless ``fresh``, the resume (``runtime.resume.check_files``). Returns whether the lock
-    is claimed (a new workdir's is claimed once validation passed, so that a refused
-    config creates nothing).
+    """The checks that need only the flags and, where ``workdir`` exists (a run may be
+    there), its files: the process fields and the shared fields by their rules, the
+    workdir, its lock (``claim_workdir``) and, unless ``fresh``, the resume
+    (``runtime.resume.check_files``). Returns whether the lock is claimed (a new workdir's
+    is claimed once validation passed, so that a refused config creates nothing).
 
     Raises:
       ConfigError: the first refusal's line.
     """
     validate_distributed(config)
+    validate_fields(config)
     if not workdir or not os.path.isdir(workdir):
         return False
-    validate_fields(config)
     check_workdir(workdir)
     claimed = claim_workdir(config, workdir)
     if not fresh:
