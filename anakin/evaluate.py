@@ -43,9 +43,9 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from anakin.episodes import play_episodes
     from anakin.train import MODE, AnakinRun
     from envs import registry
-    from runtime.config import DeviceCounts, validate
     from rlcore.networks import initial_core
     from rlcore.seeding import EVALUATE_STREAM, EvaluateRoots
+    from runtime.config import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
     config = ev.one_device_config(config)
