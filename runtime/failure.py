@@ -145,8 +145,6 @@ def quiet_console(details: Details) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     for path in (details.used or os.devnull, details.fallback()):
-        if path is None:
-            continue
         try:
             target = open(path, "a")  # noqa: SIM115 - it replaces the console until exit
         except OSError:
