@@ -19,18 +19,17 @@ from __future__ import annotations
 import functools
 import sys
 
-import jax
-
-from anakin.episodes import play_episodes
-from rlcore.networks import initial_core
-from rlcore.seeding import EvaluateRoots
 from runtime import evaluation as ev
+
+# The modules that start JAX's work (``jax``, the episode player, the trainer's) load in the
+# functions below: a bad argument is refused before they do (``runtime.evaluation.run``).
 
 
 def agent_params(run, learner, agent: int):
     """``(params, seed, description)`` of agent ``agent`` of an AnakinRun's learner state."""
-    if agent >= run.num_agents:
-        raise ev.EvalError(f"--agent: the run has {_agents(run.num_agents)}, got {agent}")
+    import jax
+
+    ev.check_agent(agent, run.num_agents)
     tags = run.tags[agent]
     if run.num_agents == 1:
         return learner.params, tags["seed"], "agent 0 of 1"
@@ -39,15 +38,15 @@ def agent_params(run, learner, agent: int):
     return params, tags["seed"], f"agent {agent} of {run.num_agents} ({values})"
 
 
-def _agents(n: int) -> str:
-    """``"6 agents (0..5)"``: how many agents a run has and the valid ``--agent`` values."""
-    return "1 agent (0)" if n == 1 else f"{n} agents (0..{n - 1})"
-
-
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
+    import jax
+
+    from anakin.episodes import play_episodes
     from anakin.train import MODE, AnakinRun
     from envs import registry, render
+    from rlcore.networks import initial_core
+    from rlcore.seeding import EvaluateRoots
     from runtime.config import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
@@ -96,11 +95,13 @@ def _renders(env) -> bool:
 
 def main() -> None:
     """The command (``runtime.evaluation.evaluate_command``): ``configs/base.py`` fills the
-    fields an older ``config.json`` lacks; Atari scores are also given human-normalised."""
+    fields an older ``config.json`` lacks; Atari scores are also given human-normalised;
+    ``--agent`` is checked against the config's agents (``runtime.sweep.num_agents``)."""
     from configs import base
     from envs.atari_scores import human_normalized_scores
+    from runtime.sweep import num_agents
 
-    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores)
+    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores, num_agents)
 
 
 if __name__ == "__main__":

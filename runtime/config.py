@@ -250,9 +250,19 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     _validate_structure(config)
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
-    _validate_network(config, mode.env_spec(config.env_id))
     _validate_sweep(config, shards, mode.check_env_id)
+    # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
+    _validate_network(config, mode.env_spec(config.env_id))
     return shards
+
+
+def validate_fields(config) -> None:
+    """The checks of ``validate`` that need neither the runtime's devices nor the env: the
+    config's structure and each shared field by its record's rule. The training commands
+    run them before a resume compares the config with the run's (``runtime.resume``), so
+    that a bad value is refused by its own rule; ``validate`` runs them again."""
+    _validate_structure(config)
+    check_fields_of(config, COMMON)
 
 
 def _validate_structure(config) -> None:

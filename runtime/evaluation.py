@@ -127,6 +127,19 @@ def check_args(args: EvalArgs) -> None:
         raise EvalError(f"--workdir: no checkpoint in {run_files.checkpoints_dir(workdir)}")
 
 
+def agents_text(n: int) -> str:
+    """``"6 agents (0..5)"``: how many agents a run has and the valid ``--agent`` values."""
+    return "1 agent (0)" if n == 1 else f"{n} agents (0..{n - 1})"
+
+
+def check_agent(agent: int, num_agents: int) -> None:
+    """Raises ``EvalError("--agent: ...")`` unless ``agent`` is one of the run's
+    ``num_agents``; ``run`` checks it from ``config.json``, before the mode's modules load
+    and a checkpoint is restored."""
+    if agent >= num_agents:
+        raise EvalError(f"--agent: the run has {agents_text(num_agents)}, got {agent}")
+
+
 # ----------------------------------------------------------------------------- run directory
 
 
@@ -326,12 +339,17 @@ def report(config, args: EvalArgs, evaluation: Evaluation,
     return "\n".join(lines)
 
 
+# The agents of a run's config (``(config) -> int``): the mode's, for ``check_agent``.
+NumAgents = Callable[[ml_collections.ConfigDict], int]
+
+
 def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         defaults: Callable[[], ml_collections.ConfigDict] | None = None,
-        normalize: Normalizer | None = None) -> None:
+        normalize: Normalizer | None = None, num_agents: NumAgents | None = None) -> None:
     """The whole command: checks the flags, loads the config (``defaults()`` filling the
-    fields an older ``config.json`` lacks), runs ``evaluate``, prints the report, writes the
-    video; exits 0, 1 (runtime failure) or 2 (bad argument) through ``runtime.exits``."""
+    fields an older ``config.json`` lacks) and checks ``--agent`` against its
+    ``num_agents(config)``, runs ``evaluate``, prints the report, writes the video; exits 0,
+    1 (runtime failure) or 2 (bad argument) through ``runtime.exits``."""
     from runtime.xla_flags import apply_xla_cpu_flags
 
     args = args_from_flags()
@@ -339,6 +357,8 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
     def body():
         check_args(args)
         config = load_config(args.workdir, defaults() if defaults else None)
+        if num_agents is not None:
+            check_agent(args.agent, num_agents(config))
         apply_xla_cpu_flags(config)  # before JAX starts its backends
         evaluation = evaluate(config, args)
         print(report(config, args, evaluation, normalize))
@@ -354,28 +374,29 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
 
 def main(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
          defaults: Callable[[], ml_collections.ConfigDict] | None = None,
-         normalize: Normalizer | None = None) -> None:
+         normalize: Normalizer | None = None, num_agents: NumAgents | None = None) -> None:
     """``python -m <mode>.evaluate``: parses the flags (``define_flags``, called by the entry
-    point), then ``run(evaluate, defaults, normalize)`` (the entry point passes
-    ``configs.base.get_config`` and the env's score normaliser)."""
+    point), then ``run(evaluate, defaults, normalize, num_agents)`` (the entry point passes
+    ``configs.base.get_config``, the env's score normaliser and its agent count)."""
     from absl import app
 
     def _main(argv):
         del argv
-        run(evaluate, defaults, normalize)
+        run(evaluate, defaults, normalize, num_agents)
 
     app.run(_main, flags_parser=parse_flags)
 
 
 def evaluate_command(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
-            defaults: Callable[[], ml_collections.ConfigDict] | None = None,
-            normalize: Normalizer | None = None) -> None:
+                     defaults: Callable[[], ml_collections.ConfigDict] | None = None,
+                     normalize: Normalizer | None = None,
+                     num_agents: NumAgents | None = None) -> None:
     """``python -m <mode>.evaluate`` whole: defines the evaluation flags (``define_flags``),
     makes them key flags of the program (absl's ``--help`` lists those of ``sys.argv[0]``,
-    the main module, only), then ``main(evaluate, defaults, normalize)``."""
+    the main module, only), then ``main(evaluate, defaults, normalize, num_agents)``."""
     from absl import flags
 
     define_flags()
     for flag in flags.FLAGS.get_key_flags_for_module(__name__):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    main(evaluate, defaults, normalize)
+    main(evaluate, defaults, normalize, num_agents)

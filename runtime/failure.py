@@ -151,14 +151,13 @@ def capture(details: Details, *, console_logging: bool = False) -> None:
 
 def quiet_console(details: Details) -> None:
     """Points stdout and stderr (file descriptors 1 and 2, so Python's streams too) at the file
-    ``details`` used last (or its first choice), so that nothing reaches the console any
-    more; the console simply stays when no file can be opened."""
+    ``details`` used last, so that nothing reaches the console any more; where nothing was
+    written to one (a one-line refusal), at the null device: a refused command creates no
+    file. The console simply stays when no file can be opened."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    for path in (details.used, details.path, details.fallback()):
-        if path is None:
-            continue
+    for path in (details.used or os.devnull, details.fallback()):
         try:
             target = open(path, "a")  # noqa: SIM115 - it replaces the console until exit
         except OSError:

@@ -16,9 +16,13 @@ terminal's Ctrl-C arrives once, through the launcher); the trainers checkpoint a
 exit code and the others are stopped: SIGTERM, then SIGKILL after ``--grace_s`` (default
 10 s). On Linux a process also dies when the launcher dies.
 
+Before it starts any process, the launcher checks the lock of the command's ``--workdir``
+(``runtime.workdir_lock.check_free``): a workdir another run holds is refused in one
+``config error: --workdir: ...`` line, exit 2 (each process checks it too).
+
 Exit codes: 0 every process succeeded; else the first non-zero code (128+N for a process
 killed by signal N); 124 after ``--timeout_s`` (every process killed); 127 the command did
-not start; 2 bad arguments (one line).
+not start; 2 bad arguments or a held workdir (one line).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import sys
 import threading
 import time
 
+from rlcore.errors import ConfigError
+from runtime import workdir_lock
 from runtime.arguments import OneLineParser
 
 HOST = "127.0.0.1"
@@ -123,6 +129,18 @@ def child_command(command: list[str], address: str, num_processes: int, i: int) 
     """``command`` with the process fields of process ``i`` appended as config overrides."""
     return [*command, f"--config.coordinator_address={address}",
             f"--config.num_processes={num_processes}", f"--config.process_id={i}"]
+
+
+def command_workdir(command: list[str]) -> str | None:
+    """The ``--workdir`` that ``command`` gives (``--workdir=X`` or ``--workdir X``; the last
+    one counts, as for absl), or None."""
+    workdir = None
+    for i, arg in enumerate(command):
+        if arg.startswith("--workdir="):
+            workdir = arg.split("=", 1)[1]
+        elif arg == "--workdir" and i + 1 < len(command):
+            workdir = command[i + 1]
+    return workdir
 
 
 def exit_code(returncode: int) -> int:
@@ -344,6 +362,13 @@ def _note(message: str) -> None:
 def launch(flags: argparse.Namespace, command: list[str]) -> int:
     """Runs the processes to the end; returns the launcher's exit code. Whatever happens
     (an exception included), no process is left running."""
+    workdir = command_workdir(command)
+    if workdir:
+        try:
+            workdir_lock.check_free(workdir)
+        except ConfigError as e:
+            print(f"config error: {e}", file=sys.stderr)
+            return 2
     address = f"{HOST}:{flags.port or free_port()}"
     n = flags.num_processes
     group = Group([child_command(command, address, n, i) for i in range(n)],

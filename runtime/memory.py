@@ -431,19 +431,34 @@ def agents_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
             "or seeds")
 
 
+def blamed_fields(est: MemoryEstimate, config) -> tuple[str, str]:
+    """``(field, remedy)`` the device refusal leads with: the fields behind the estimate's
+    largest part. Where the network's params, optimizer state and core states make more
+    than half of it, ``recurrent_hidden`` for a recurrent agent (a core's params grow with
+    its square) or ``network``; else ``num_envs`` and the batch fields."""
+    if 2 * (est.params_optimizer + est.core_states) > est.total:
+        if config.recurrent != NO_CORE:
+            return "recurrent_hidden", (f"lower recurrent_hidden ({config.recurrent_hidden} "
+                                        "units; the core's params grow with its square)")
+        return "network", f"choose a smaller network than {config.network}"
+    return "num_envs", ("lower num_envs or num_steps, or raise num_minibatches or microbatches "
+                        "(-1: the fewest that fit)")
+
+
 def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
-                   live: int = 1) -> str:
-    """The one line that refuses a run whose device estimate does not fit (``agents``
-    agents, ``live`` gradient steps live at once)."""
+                   live: int, config) -> str:
+    """The one line that refuses a run of ``config`` whose device estimate does not fit
+    (``agents`` agents, ``live`` gradient steps live at once), led by ``blamed_fields``."""
+    field, remedy = blamed_fields(est, config)
     unroll = (f"update_unroll, whose value keeps {live} gradient steps live at once on CPU; "
               "1 keeps one")
     also = [f for f, more in (("num_seeds or the sweep", agents > 1), (unroll, live > 1)) if more]
-    return (f"num_envs: the run needs about {_gib(est.total)} GiB per device (rollout obs "
+    cores = f", core states {_gib(est.core_states)}" if est.core_states else ""
+    return (f"{field}: the run needs about {_gib(est.total)} GiB per device (rollout obs "
             f"{_gib(est.rollout_obs)}, minibatch activations {_gib(est.minibatch)}, value "
             f"pass {_gib(est.value_pass)}, other trajectory fields {_gib(est.trajectory)}, "
-            f"params and optimizer {_gib(est.params_optimizer)}) but {device} has "
-            f"{_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); lower num_envs or "
-            f"num_steps, or raise num_minibatches or microbatches (-1: the fewest that fit)"
+            f"params and optimizer {_gib(est.params_optimizer)}{cores}) but {device} has "
+            f"{_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); {remedy}"
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
@@ -469,7 +484,8 @@ def host_message(est: MemoryEstimate, available: int, host: HostMemory) -> str:
 
 def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
           num_processes: int = 1) -> None:
-    """Refuses (``ConfigError`` naming ``num_envs``) a run whose estimate passes
+    """Refuses (``ConfigError`` naming the fields behind the largest part of the estimate:
+    ``blamed_fields``, ``agents_message``, ``host_message``) a run whose estimate passes
     ``HEADROOM`` of the device's capacity or, where the mode keeps rollouts on the host, of
     the host's available RAM."""
     platform = jax.local_devices()[0].platform
@@ -483,7 +499,7 @@ def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
             raise ConfigError(agents_message(est, capacity, device, agents,
                                              agent_fields(config)))
         raise ConfigError(device_message(est, capacity, device, agents,
-                                         live_steps(config, platform, plan.unroll))
+                                         live_steps(config, platform, plan.unroll), config)
                           + cpu_atari_hint(config.env_id, platform))
     if mode.host_memory is not None:
         available = host_available_bytes()

@@ -2,7 +2,10 @@
 
 A resume may change only the fields of ``runtime.fields.RESUMABLE_CHANGES``, and
 ``total_env_steps`` to extend the run (never below its newest checkpoint); a run already at
-its last update has nothing to train (``RunComplete``).
+its last update has nothing to train (``RunComplete``). The config check reads only
+``config.json`` and the names of the checkpoints, so the training commands run it
+(``check_files``) before the trainer's imports, the runtime's start and any restore; the
+run directory runs it again when it resumes. See docs/design.md, "Validation".
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 
 from rlcore.errors import ConfigError
 from runtime import run_files
+from runtime.config import derive
 from runtime.fields import RESUMABLE_CHANGES, upgrade_saved  # fields a resume may change
 
 
@@ -66,3 +70,21 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
             f"({newest_step * steps_per_update:,} env steps); give at least that "
             f"many to continue it, or pass --fresh to start over")
     return int(old_total)
+
+
+def check_files(workdir: str, config) -> None:
+    """``check_same_config`` from the files alone: the newest checkpoint is the newest
+    finished step's name (none: nothing to check, the run starts over), the sizes are
+    ``runtime.config.derive``'s. For a config whose fields passed
+    ``runtime.config.validate_fields``.
+
+    Raises:
+      ConfigError: ``check_same_config``'s line.
+    """
+    from runtime.checkpoint import Checkpointer  # orbax's rule of a finished step's name
+
+    steps = Checkpointer.finished_steps(workdir)
+    if steps:
+        sizes = derive(config)
+        check_same_config(workdir, config, sizes.num_updates, sizes.steps_per_update,
+                          steps[-1])

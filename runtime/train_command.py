@@ -1,6 +1,13 @@
 """What the training entry points (``anakin.main``, ``sebulba.main``) run once their flags
 are parsed (``runtime.train_flags``): validation first, then training and a summary.
 
+What needs only the flags and the files of an existing ``--workdir`` is checked before the
+trainer's modules load, JAX starts its backends or a checkpoint is restored, so that those
+refusals come within seconds: the shared fields by their rules, the workdir lock (every
+process of a multi-process run: process 0 takes it, the others check that no other run
+holds it), and whether the run there may be resumed with this config
+(``runtime.resume.check_files``). See docs/design.md, "Validation".
+
 The exit codes are ``runtime.exits``' (shared with the evaluate commands): 0 done, 1
 runtime failure (one summary line, the traceback and what the libraries said in
 ``<workdir>/errors.log``: ``runtime.failure``; a checkpoint that cannot be resumed from is
@@ -12,10 +19,11 @@ path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from rlcore.errors import ConfigError
-from runtime import distributed, exits, failure, memory, signals, workdir_lock
-from runtime.config import ModeChecks, validate, validate_distributed
+from runtime import distributed, exits, failure, memory, resume, signals, workdir_lock
+from runtime.config import ModeChecks, validate, validate_distributed, validate_fields
 from runtime.run_summary import next_steps_line, print_summary, whole_run
 from runtime.workdir import check_workdir, start_fresh
 
@@ -45,16 +53,23 @@ def prepare(config, mode: ModeChecks) -> None:
     memory.check_run(config, mode, counts, shards)
 
 
-def run_main(config, workdir, mode: ModeChecks, train, *, fresh: bool = False) -> None:
-    """Runs ``prepare(config, mode)``, checks ``workdir`` and takes its lock (process 0;
-    ``runtime.workdir_lock``), then (after moving the previous run aside when ``fresh``)
-    ``train(config, workdir)`` and prints the summary of the whole run; exits with the
-    code of the outcome (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
+# What a training command runs: ``() -> (mode, train)``, importing the trainer's modules
+# (the entry point's ``anakin.train`` or ``sebulba.train``) only when called.
+Trainer = Callable[[], tuple[ModeChecks, Callable]]
+
+
+def run_main(config, workdir, trainer: Trainer, *, fresh: bool = False) -> None:
+    """Checks what the flags and an existing ``workdir`` allow (``check_early``), then
+    loads the trainer (``trainer()``), runs ``prepare(config, mode)``, checks ``workdir``
+    and takes its lock where not yet done (process 0; ``runtime.workdir_lock``), then
+    (after moving the previous run aside when ``fresh``) ``train(config, workdir)`` and
+    prints the summary of the whole run; exits with the code of the outcome
+    (``runtime.exits.run_command``, ``TRAIN_ERRORS``)."""
 
     def body():
         handlers, installed = signals.start()  # a signal from here on exits within seconds
         try:
-            _run(config, workdir, mode, train, fresh)
+            _run(config, workdir, trainer, fresh)
         finally:
             if installed:
                 signals.finish(handlers)
@@ -70,12 +85,53 @@ def details_file(config, workdir: str | None) -> failure.Details:
     return failure.Details(os.path.join(workdir, name) if workdir else None)
 
 
-def _run(config, workdir, mode: ModeChecks, train, fresh: bool) -> None:
+def check_early(config, workdir: str | None, fresh: bool) -> bool:
+    """The checks that need only the flags and, where ``workdir`` exists (a run may be
+    there), its files: the process fields and the shared fields by their rules, the
+    workdir, its lock (``claim_workdir``) and, unless ``fresh``, the resume
+    (``runtime.resume.check_files``). Returns whether the lock is claimed (a new workdir's
+    is claimed once validation passed, so that a refused config creates nothing).
+
+    Raises:
+      ConfigError: the first refusal's line.
+    """
+    validate_distributed(config)
+    validate_fields(config)
+    if not workdir or not os.path.isdir(workdir):
+        return False
+    check_workdir(workdir)
+    claimed = claim_workdir(config, workdir)
+    if not fresh:
+        resume.check_files(workdir, config)
+    return claimed
+
+
+def claim_workdir(config, workdir: str) -> bool:
+    """Before the processes join: process 0 takes the lock of ``workdir``, any other
+    process checks that no other run holds it (``runtime.workdir_lock``). Returns False,
+    claiming nothing, where a process learns its index only when it joins (a cluster JAX
+    detects by itself: process 0 takes the lock after ``prepare``)."""
+    multi = config.num_processes > 1
+    if not multi and distributed.detected_cluster() is not None:
+        return False
+    tag = workdir_lock.run_tag(config.num_processes, config.coordinator_address)
+    if config.process_id == 0:
+        workdir_lock.hold(workdir, tag)
+    else:
+        workdir_lock.check_free(workdir, tag)
+    return True
+
+
+def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
     """``run_main``'s work, under its signal handlers."""
+    claimed = check_early(config, workdir, fresh)
+    mode, train = trainer()
     prepare(config, mode)
     check_workdir(workdir)
-    if workdir and distributed.is_main_process():
-        workdir_lock.hold(workdir)  # one run per workdir, before --fresh moves anything
+    if workdir and not claimed and distributed.is_main_process():
+        # One run per workdir, before --fresh moves anything.
+        workdir_lock.hold(workdir, workdir_lock.run_tag(config.num_processes,
+                                                        config.coordinator_address))
     if fresh:
         start_fresh(workdir)
     rows = train(config, workdir)

@@ -46,8 +46,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from runtime.config import DeviceCounts, validate
     from sebulba.train import MODE, SebulbaRun
 
-    if args.agent != 0:
-        raise ev.EvalError(f"--agent: a Sebulba run has one agent (0), got {args.agent}")
+    ev.check_agent(args.agent, 1)
     config = ev.one_device_config(config)
     validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
     run = SebulbaRun(config)
@@ -87,7 +86,8 @@ def main() -> None:
     from configs import base
     from envs.atari_scores import human_normalized_scores
 
-    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores)
+    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores,
+                        num_agents=lambda config: 1)  # a Sebulba run trains one agent
 
 
 if __name__ == "__main__":

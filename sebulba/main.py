@@ -19,11 +19,16 @@ FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/se
 flags.adopt_module_key_flags(train_flags)  # absl's --help lists only the main's key flags
 
 
-def _main(argv):
-    del argv
+def _trainer():
+    """Sebulba's checks and trainer, imported once the early checks passed."""
     from sebulba.train import MODE, train
 
-    return train_command.run_main(FLAGS.config.value, FLAGS.workdir.value, MODE, train,
+    return MODE, train
+
+
+def _main(argv):
+    del argv
+    return train_command.run_main(FLAGS.config.value, FLAGS.workdir.value, _trainer,
                                   fresh=FLAGS.fresh.value)
 
 

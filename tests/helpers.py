@@ -91,6 +91,21 @@ def sigterm_after_first_log(module: str, args: list[str], timeout_s: float = 120
         proc.kill()
 
 
+def lock_holder(workdir, run: str = ""):
+    """A process that takes the lock of ``workdir`` (``runtime.workdir_lock.hold(workdir,
+    run)``) and sleeps; returned (a ``Popen``) once it holds it. The caller kills it."""
+    import subprocess
+    import sys
+
+    hold = ("import sys, time; from runtime import workdir_lock; "
+            "workdir_lock.hold(sys.argv[1], sys.argv[2]); print('held', flush=True); "
+            "time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", hold, str(workdir), run], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
 def checkpoint_steps(workdir) -> list[int]:
     return sorted(int(d) for d in os.listdir(os.path.join(workdir, "checkpoints"))
                   if d.isdigit())

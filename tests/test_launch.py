@@ -29,6 +29,7 @@ from tests.helpers import (
     assert_rows_close,
     checkpoint_steps,
     entry_env,
+    lock_holder,
     read_metrics,
     xla_flags,
 )
@@ -218,6 +219,44 @@ def test_wandb_refused_on_process_0_stops_every_process_with_exit_2(tmp_path):
     assert "[p0] config error: wandb_mode: W&B could not start a run in mode 'online'" in err
     assert "[p1] config error: wandb_mode: W&B could not start a run on process 0" in err
     assert time.monotonic() - t0 < 60, err[-3000:]
+
+
+def test_launch_onto_a_locked_workdir_is_refused_in_one_line(tmp_path):
+    """A launch onto a workdir another run holds: the launcher refuses it in one line, exit
+    2, before it starts any process."""
+    holder = lock_holder(tmp_path)
+    try:
+        code, out, err, pids = _run(["--num_processes=2", "--", sys.executable, "-m",
+                                     "anakin.main", "--config=configs/cartpole_ppo.py",
+                                     f"--workdir={tmp_path}"], timeout_s=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 2 and out == "" and pids == [], err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"config error: --workdir: {tmp_path} is in use by another run (host "), err
+    assert f"pid {holder.pid}," in lines[0]
+
+
+@pytest.mark.parametrize("process", [0, 1])
+def test_every_process_checks_the_workdir_lock_before_joining(process, tmp_path):
+    """Process 0 or 1 of a 2-process run, started alone onto a workdir another run holds:
+    one line and exit 2 within seconds (no wait for its peer, no coordination error)."""
+    holder = lock_holder(tmp_path)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+             f"--workdir={tmp_path}", f"--config.coordinator_address=127.0.0.1:{free_port()}",
+             "--config.num_processes=2", f"--config.process_id={process}"],
+            cwd=REPO, env=entry_env(), capture_output=True, text=True, timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith(f"config error: --workdir: {tmp_path} is in use by another "
+                               f"run (host "), lines
 
 
 # --- the launcher itself, with small Python children ---------------------------------------

@@ -96,7 +96,10 @@ def _fake_rundir(path, checkpoint: bool):
     (["--workdir={run}", "--episodes=0"], "--episodes"),
     (["--workdir={run}", "--video=out.avi"], "--video"),
     (["--workdir={run}", "--episodes=many"], "flag --episodes"),
-], ids=["unknown_workdir", "no_checkpoint", "episodes_0", "video_ext", "episodes_not_int"])
+    # From config.json, before the (empty, so unrestorable) checkpoint is read.
+    (["--workdir={run}", "--agent=1"], "--agent: the run has 1 agent (0), got 1"),
+], ids=["unknown_workdir", "no_checkpoint", "episodes_0", "video_ext", "episodes_not_int",
+        "agent_before_restore"])
 def test_bad_arguments_exit_2_with_one_line(args, flag, tmp_path):
     paths = dict(missing=tmp_path / "missing", no_ckpt=_fake_rundir(tmp_path / "a", False),
                  run=_fake_rundir(tmp_path / "b", True))

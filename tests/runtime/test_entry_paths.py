@@ -15,6 +15,7 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
+from runtime import train_command, workdir_lock
 from runtime.config_problems import config_file_problem
 from runtime.rundir import RunDir
 from runtime.workdir import check_workdir
@@ -151,6 +152,53 @@ def _previous_run(workdir) -> None:
             rundir.checkpoint_or_exit(u, u - 1, {"w": jnp.full(3, float(u))}, None)
     finally:
         rundir.close()
+
+
+def _tree(workdir) -> dict[str, bytes]:
+    """``{relative path: content}`` of every file under ``workdir`` but the lock file."""
+    out = {}
+    for d, _, files in os.walk(workdir):
+        for name in files:
+            path = os.path.join(d, name)
+            if os.path.relpath(path, workdir) != "run.lock":
+                with open(path, "rb") as f:
+                    out[os.path.relpath(path, workdir)] = f.read()
+    return out
+
+
+@pytest.mark.parametrize("overrides", [[], ["--config.learning_rate=-1"]],
+                         ids=["changed_fields", "bad_value"])
+def test_a_refused_resume_leaves_the_workdir_as_it_was(tmp_path, overrides):
+    """A resume refused (a config whose fields differ from the run's, or a bad value): one
+    line, exit 2, and every file of the workdir as it was, byte for byte (the lock file
+    aside; no errors.log)."""
+    _previous_run(tmp_path)
+    before = _tree(tmp_path)
+    proc = run_entry("anakin.main", [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}",
+                                     *overrides], timeout_s=120)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_line(proc, "config error:")
+    assert (f"the checkpoint in {tmp_path} was made with " in line if not overrides
+            else line.startswith("config error: learning_rate: must be >= 0")), line
+    assert _tree(tmp_path) == before
+
+
+def test_a_refused_resume_comes_before_the_trainer_loads(tmp_path):
+    """The resume's config check, the shared fields and the lock need only the flags and
+    the workdir's files: they refuse before the trainer's modules are imported."""
+    _previous_run(tmp_path)
+    config = base.get_config()
+    config.num_envs = 8
+
+    def trainer():
+        raise AssertionError("the trainer loaded before the refusal")
+
+    try:
+        with pytest.raises(ConfigError, match=r"^num_envs: the checkpoint in .* was made with "
+                           r"4, not 8; "):
+            train_command._run(config, str(tmp_path), trainer, fresh=False)
+    finally:
+        workdir_lock.release(str(tmp_path))
 
 
 def test_fresh_moves_the_previous_run_beside_and_starts_at_update_0(tmp_path):

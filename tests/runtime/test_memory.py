@@ -263,3 +263,16 @@ def test_estimate_close_to_compiled_memory_analysis():
     measured = measured_bytes(compile_learner_update(c, MINATAR))
     est = memory.estimate(c, MINATAR, sebulba_train.MODE, 1).total
     assert measured / 2 <= est <= 2 * measured, (est, measured)
+
+
+def test_huge_recurrent_core_refused_naming_recurrent_hidden():
+    """A GRU of a million units: its params and optimizer state are nearly all of the
+    estimate, so the line leads with recurrent_hidden and says how to lower it (not
+    num_envs, which would barely help)."""
+    c = cartpole_ppo.get_config()
+    c.recurrent, c.recurrent_hidden = "gru", 1_000_000
+    with pytest.raises(ConfigError, match=r"^recurrent_hidden: the run needs about [\d.]+ GiB "
+                       r"per device \(.*params and optimizer [\d.]+, core states [\d.]+\) but "
+                       r".*; lower recurrent_hidden \(1000000 units; the core's params grow "
+                       r"with its square\)$"):
+        anakin_train.prepare(c)

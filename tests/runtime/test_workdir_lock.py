@@ -14,18 +14,30 @@ import pytest
 
 from rlcore.errors import ConfigError
 from runtime import run_files, workdir_lock
-from tests.helpers import REPO, entry_env, read_metrics
+from tests.helpers import REPO, entry_env, lock_holder, read_metrics
 
-HOLD = ("import sys, time; from runtime import workdir_lock; "
-        "workdir_lock.hold(sys.argv[1]); print('held', flush=True); time.sleep(60)")
+_holder = lock_holder
 
 
-def _holder(workdir) -> subprocess.Popen:
-    """A process that takes the lock of ``workdir`` and sleeps; returns once it holds it."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(workdir)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "held"
-    return proc
+def test_check_free_refuses_other_runs_only(tmp_path):
+    """``check_free``: a lock file nobody holds, or held by this run's process 0 (its tag),
+    passes; a lock held by another run (another tag, or none) is refused naming the holder;
+    nothing is created in a workdir without a lock file."""
+    workdir_lock.check_free(str(tmp_path))
+    assert os.listdir(tmp_path) == []
+    ours = workdir_lock.run_tag(2, "127.0.0.1:1234")
+    proc = _holder(tmp_path, ours)
+    try:
+        workdir_lock.check_free(str(tmp_path), ours)
+        for other in ("", workdir_lock.run_tag(2, "127.0.0.1:999")):
+            with pytest.raises(ConfigError, match=rf"^--workdir: {tmp_path} is in use by "
+                               rf"another run \(host \S+, pid {proc.pid}, since .*, "
+                               r"coordinator 127.0.0.1:1234\); wait"):
+                workdir_lock.check_free(str(tmp_path), other)
+    finally:
+        proc.kill()
+        proc.wait()
+    workdir_lock.check_free(str(tmp_path))  # the holder is gone
 
 
 def test_second_holder_refused_with_the_holder_named(tmp_path):
