@@ -156,13 +156,12 @@ def draw(path: str, lines: list[Line], title: str, ylabel: str,
     """Writes ``path`` (a PNG): two panels, the return against env steps and against
     wall-clock, one mean line per ``Line`` with its band over seeds (min to max); ``target``
     adds a dashed line. Returns ``path``."""
-    import matplotlib
+    # A Figure of its own (no pyplot, no backend switch): a notebook's inline plots and a
+    # user's backend stay as they were.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8 + 0.22 * (len(lines) + 1) // 2),
-                             layout="constrained")
+    fig = Figure(figsize=(11, 3.8 + 0.22 * (len(lines) + 1) // 2), layout="constrained")
+    axes = fig.subplots(1, 2)
     banded = False
     for ax, which, units in zip(axes, ("steps", "wall"), (STEP_UNITS, WALL_UNITS)):
         banded |= _panel(ax, lines, which, units)
@@ -176,7 +175,6 @@ def draw(path: str, lines: list[Line], title: str, ylabel: str,
     note = "\n(band: lowest to highest seed)" if banded else ""
     fig.suptitle(title + note, fontsize=11)
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
 
 
