@@ -346,6 +346,11 @@ FIELDS: tuple[Field, ...] = (
           "XLA's (one per core).", Ints(0, "an integer >= 0 (0: auto)"), resumable=True),
         F("deterministic", False, "GPU: XLA's deterministic ops (slower scatters, "
           "reductions).", Flag()),
+        F("compile_cache_dir", "", "JAX's persistent compilation cache, so a rerun, resume "
+          "or evaluation of the same program loads it instead of compiling; empty: "
+          "$JAX_COMPILATION_CACHE_DIR where set, else $XDG_CACHE_HOME/podracer-rl/jax "
+          "(~/.cache/podracer-rl/jax); `off`: no cache. Trimmed to 2 GiB at each start (least "
+          "recently used first); changes no result.", Text(), resumable=True),
     ),
     *_group(
         "Sebulba",
