@@ -346,6 +346,9 @@ FIELDS: tuple[Field, ...] = (
           "XLA's (one per core).", Ints(0, "an integer >= 0 (0: auto)"), resumable=True),
         F("deterministic", False, "GPU: XLA's deterministic ops (slower scatters, "
           "reductions).", Flag()),
+    ),
+    *_group(
+        "Compilation (read before the first compile, on every platform)",
         F("compile_cache_dir", "", "JAX's persistent compilation cache, so a rerun, resume "
           "or evaluation of the same program loads it instead of compiling; empty: "
           "$JAX_COMPILATION_CACHE_DIR where set, else $XDG_CACHE_HOME/podracer-rl/jax "
