@@ -30,6 +30,12 @@ training calls per 1000 env steps.
 Every timing is the best of its timed calls (the host may be shared; the mean training time
 is in the JSON too), after a warm-up or ahead-of-time compile.
 
+Beside each row, the seconds to compile its training call ahead of time in a fresh process
+with JAX's persistent compilation cache empty (cold) and then, in another process, with the
+cache the first left (warm): what a first run and a rerun, resume or evaluation of the same
+config pay (docs/performance.md, "Compile cache"). The other measurements run without
+the cache, so their first call compiles.
+
 It also times the first update of the unmodified CartPole configs (build + init + first call,
 incl. compile), measured first so that little is compiled beforehand, and gives:
 
@@ -57,6 +63,8 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
 import time
 
 import jax
@@ -75,7 +83,7 @@ from benchmarks.common import (
 from envs import registry
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
-from runtime.xla_flags import apply_xla_cpu_flags, cpu_threads_for
+from runtime.xla_flags import apply_compile_cache, apply_xla_cpu_flags, cpu_threads_for
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
@@ -84,7 +92,8 @@ RECURRENT_HEADERS = ("core", "num_envs", "feed-forward SPS", "recurrent SPS",
                      "recurrent / feed-forward", "first call s")
 HEADERS = ("num_envs", "XLA CPU threads", "env steps/s (random)", "train SPS",
            "CPU s / 1k steps", "train/env ratio", "train ms/update", "rollout ms/update",
-           "update ms/update", "train / (rollout + update)", "first call s")
+           "update ms/update", "train / (rollout + update)", "first call s",
+           "compile s (cold cache)", "compile s (warm cache)")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -268,6 +277,30 @@ def bench_size(args, num_envs: int) -> dict:
     }
 
 
+def call_compile_s(env_id: str, num_envs: int, num_steps: int, cache_dir: str) -> float:
+    """Seconds to compile the row's training call ahead of time in this process, JAX's
+    persistent compilation cache at ``cache_dir`` (as a run with ``compile_cache_dir`` set
+    to it)."""
+    config = bench_config(env_id, num_envs, num_steps)
+    config.compile_cache_dir = cache_dir
+    apply_compile_cache(config)
+    run = AnakinRun(config)
+    return run.compile(run.init_state())
+
+
+def compile_cold_warm(args, num_envs: int) -> dict:
+    """The row's call compile with an empty cache, then with the one it left, each in a
+    process of its own."""
+    config = bench_config(args.env_id, num_envs, args.num_steps)
+    cache = tempfile.mkdtemp(prefix="anakin-throughput-jax-cache-")
+    try:
+        cold, warm = (as_run(config, call_compile_s, args.env_id, num_envs, args.num_steps,
+                             cache) for _ in range(2))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return {"compile_cold_s": cold, "compile_warm_s": warm}
+
+
 def train_over_parts(train_s: float, rollout_s: float, update_s: float) -> float:
     """Training seconds per update over the rollout's and the update's timed apart (>= 0;
     see (c) in the module docstring)."""
@@ -378,8 +411,8 @@ def table_rows(results: list[dict]) -> list[list[str]]:
     return [[r["num_envs"], r["cpu_threads"], f"{r['env_sps']:,.0f}", f"{r['train_sps']:,.0f}",
              f"{r['cpu_s_per_1k']:.4f}", f"{r['train_sps'] / r['env_sps']:.3f}",
              ms(r["train_update_s"]), ms(r["rollout_s"]), ms(r["update_s"]),
-             f"{r['train_over_parts']:.2f}",
-             f"{r['first_call_s']:.1f}"] for r in results]
+             f"{r['train_over_parts']:.2f}", f"{r['first_call_s']:.1f}",
+             f"{r['compile_cold_s']:.1f}", f"{r['compile_warm_s']:.1f}"] for r in results]
 
 
 def profile_rows(rows: list[dict]) -> list[list[str]]:
@@ -412,6 +445,7 @@ def main(argv=None) -> None:
     results = []
     for n in (int(x) for x in args.num_envs.split(",")):
         results.append(as_run(bench_config(args.env_id, n, args.num_steps), bench_size, args, n))
+        results[-1].update(compile_cold_warm(args, n))
         print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     profile = (as_run(bench_config(args.env_id, args.profile_envs, args.num_steps), op_profile,
                       args, args.profile_envs) if args.profile_envs else [])

@@ -348,6 +348,14 @@ FIELDS: tuple[Field, ...] = (
           "reductions).", Flag()),
     ),
     *_group(
+        "Compilation (read before the first compile, on every platform)",
+        F("compile_cache_dir", "", "JAX's persistent compilation cache, so a rerun, resume "
+          "or evaluation of the same program loads it instead of compiling; empty: "
+          "$JAX_COMPILATION_CACHE_DIR where set, else $XDG_CACHE_HOME/podracer-rl/jax "
+          "(~/.cache/podracer-rl/jax); `off`: no cache. Trimmed to 2 GiB at each start (least "
+          "recently used first); changes no result.", Text(), resumable=True),
+    ),
+    *_group(
         "Sebulba",
         F("actor_device_ids", (0,), "Local device indices the actors run on.",
           Checked("a non-empty tuple of distinct local device indices"), resumable=True,

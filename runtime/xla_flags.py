@@ -1,5 +1,6 @@
 """The config fields that are XLA runtime settings: flags in ``XLA_FLAGS`` and the CPU
-thread count in ``PJRT_NPROC``, both read when JAX starts its backends, so a command applies
+thread count in ``PJRT_NPROC``, both read when JAX starts its backends, and JAX's persistent
+compilation cache (``compile_cache_dir``), read at the first compile, so a command applies
 them first (``apply_xla_cpu_flags``)."""
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
     threads = cpu_threads_for(config, mode)
     if threads and THREADS_VARIABLE not in os.environ:
         os.environ[THREADS_VARIABLE] = str(threads)
+    apply_compile_cache(config)
 
 
 # XLA's CPU client sizes its intra-op thread pool from this variable when it starts (else
@@ -83,3 +85,78 @@ def _local_devices(config) -> int | None:
     if value > 0:
         return value
     return launch.fake_devices(os.environ.get("XLA_FLAGS", "")) or 1
+
+
+# JAX's persistent compilation cache (docs/design.md, "Run directory"): ``compile_cache_dir``
+# names it; this value turns it off.
+CACHE_OFF = "off"
+# The location where the field is empty and the environment names none (JAX reads this
+# variable when it is imported: the tests point it at a directory of their own).
+CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+# At most this many bytes of compiled programs: a command's start removes the least
+# recently used entries beyond (JAX's own bound, ``jax_compilation_cache_max_size``, needs
+# the ``filelock`` package).
+CACHE_MAX_BYTES = 2 * 2**30
+# Programs that compile in less are not written: the eager ops' one-op programs compile in
+# milliseconds; init, the update call, rollouts and evaluations take longer.
+CACHE_MIN_COMPILE_S = 0.1
+
+
+def compile_cache_dir(config) -> str | None:
+    """The persistent compilation cache's directory for ``config.compile_cache_dir``: None
+    for ``"off"`` (or a value validation refuses); the field's directory (``~`` expanded)
+    where given; else ``$JAX_COMPILATION_CACHE_DIR`` where set, else
+    ``$XDG_CACHE_HOME/podracer-rl/jax`` (``~/.cache/podracer-rl/jax`` without it)."""
+    value = config.get("compile_cache_dir", "")
+    if not isinstance(value, str) or value.strip().lower() == CACHE_OFF:
+        return None
+    if value:
+        return os.path.expanduser(value)
+    if os.environ.get(CACHE_VARIABLE):
+        return os.environ[CACHE_VARIABLE]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "podracer-rl", "jax")
+
+
+def apply_compile_cache(config) -> None:
+    """Turns JAX's persistent compilation cache on at ``compile_cache_dir(config)`` (or off
+    for None), trimmed to ``CACHE_MAX_BYTES``, for programs that compile in at least
+    ``CACHE_MIN_COMPILE_S``; call it before the first compile. A cached program is the
+    compiled program (its key covers the HLO, the XLA flags and the devices), so the cache
+    changes no result. An environment's ``JAX_COMPILATION_CACHE_DIR`` keeps its own
+    threshold (the tests' session cache)."""
+    import jax
+
+    directory = compile_cache_dir(config)
+    if directory is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+        return
+    jax.config.update("jax_enable_compilation_cache", True)
+    jax.config.update("jax_compilation_cache_dir", directory)
+    if directory != os.environ.get(CACHE_VARIABLE):
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
+    trim_cache(directory, CACHE_MAX_BYTES)
+
+
+def trim_cache(directory: str, max_bytes: int) -> list[str]:
+    """Removes the least recently used (read or written) files of ``directory`` until the
+    rest hold at most ``max_bytes``; returns the removed names. A missing directory, or a
+    file another process removes meanwhile, is no error."""
+    try:
+        entries = [e for e in os.scandir(directory) if e.is_file(follow_symlinks=False)]
+        stats = [(max(e.stat().st_atime, e.stat().st_mtime), e.stat().st_size, e)
+                 for e in entries]
+    except OSError:
+        return []
+    total = sum(size for _, size, _ in stats)
+    removed = []
+    for _, size, entry in sorted(stats, key=lambda s: s[0]):
+        if total <= max_bytes:
+            break
+        try:
+            os.remove(entry.path)
+        except OSError:
+            continue
+        total -= size
+        removed.append(entry.name)
+    return removed

@@ -48,6 +48,8 @@ warnings.filterwarnings("error", category=DeprecationWarning, module=r"jax(\.|$)
 # same shapes compile it once. Subprocesses started by tests inherit it through the env.
 # Under pytest-xdist the controller imports this file before it starts the workers, so they
 # inherit its directory through PODRACER_TEST_JAX_CACHE and only the controller removes it.
+# The commands' default cache location (``compile_cache_dir`` empty) is this variable where
+# set, so no test writes to the user's cache (runtime/xla_flags.py, ``compile_cache_dir``).
 if "PODRACER_TEST_JAX_CACHE" in os.environ:
     _CACHE_DIR = os.environ["PODRACER_TEST_JAX_CACHE"]
 else:

@@ -14,7 +14,8 @@ def _result(train_s: float, rollout_s: float, update_s: float) -> dict:
     return {"num_envs": 64, "cpu_threads": 2, "env_sps": 4e6, "train_sps": 64 * 128 / train_s,
             "train_update_s": train_s, "first_call_s": 3.6, "rollout_s": rollout_s,
             "update_s": update_s, "cpu_s_per_1k": at.cpu_s_per_1k(2 * train_s, 64 * 128),
-            "train_over_parts": at.train_over_parts(train_s, rollout_s, update_s)}
+            "train_over_parts": at.train_over_parts(train_s, rollout_s, update_s),
+            "compile_cold_s": 4.2, "compile_warm_s": 0.3}
 
 
 def test_train_over_parts_is_a_ratio_of_durations():
@@ -30,6 +31,7 @@ def test_breakdown_columns_are_never_negative(train_s):
     assert not any(h.startswith("other") for h in at.HEADERS)
     cells = dict(zip(at.HEADERS, row))
     assert cells["train ms/update"] == f"{1e3 * train_s:.2f}"
+    assert (cells["compile s (cold cache)"], cells["compile s (warm cache)"]) == ("4.2", "0.3")
     # 2 cores busy for the whole update: 2 * train_s CPU seconds per 64 x 128 steps.
     assert float(cells["CPU s / 1k steps"]) == pytest.approx(2e3 * train_s / (64 * 128),
                                                              abs=1e-4)

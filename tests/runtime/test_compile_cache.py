@@ -1,0 +1,76 @@
+"""JAX's persistent compilation cache (``compile_cache_dir``; docs/design.md, "Run directory"):
+where it lives, its bound, and that a warm cache changes no result."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import ml_collections
+
+from runtime import xla_flags
+from tests.helpers import read_metrics, reproducible_part, run_entry
+
+
+def _config(value: str) -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict({"compile_cache_dir": value})
+
+
+def test_cache_directory_rules(monkeypatch, tmp_path):
+    """``off`` turns it off; a given directory wins over the environment; empty reads
+    ``$JAX_COMPILATION_CACHE_DIR``, else ``$XDG_CACHE_HOME``, else ``~/.cache``."""
+    assert xla_flags.compile_cache_dir(_config("off")) is None
+    assert xla_flags.compile_cache_dir(_config(" OFF ")) is None
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", "/env/cache")
+    assert xla_flags.compile_cache_dir(_config(str(tmp_path))) == str(tmp_path)
+    assert xla_flags.compile_cache_dir(_config("")) == "/env/cache"
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert xla_flags.compile_cache_dir(_config("")) == "/xdg/podracer-rl/jax"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert xla_flags.compile_cache_dir(_config("")) == str(tmp_path / ".cache/podracer-rl/jax")
+    assert xla_flags.compile_cache_dir(_config("~/c")) == str(tmp_path / "c")
+
+
+def test_tests_do_not_use_the_users_cache():
+    """tests/conftest.py names a session directory of its own, which the default reads."""
+    default = xla_flags.compile_cache_dir(_config(""))
+    assert default == os.environ["PODRACER_TEST_JAX_CACHE"]
+
+
+def test_trim_removes_least_recently_used_first(tmp_path):
+    for i, name in enumerate(["old", "mid", "new"]):
+        path = tmp_path / name
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))
+    assert xla_flags.trim_cache(str(tmp_path), 250) == ["old"]
+    assert xla_flags.trim_cache(str(tmp_path), 250) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid", "new"]
+    assert xla_flags.trim_cache(str(tmp_path / "missing"), 0) == []
+
+
+def test_warm_cache_changes_no_result_and_compiles_less(tmp_path):
+    """Two equal tiny Anakin runs on one fresh cache: the first writes the programs, the
+    second loads them (its compile is shorter) and logs the same metrics, clock keys
+    aside."""
+    cache = tmp_path / "cache"
+
+    def train(name: str) -> dict:
+        workdir = tmp_path / name
+        done = run_entry("anakin.main", [
+            "--config=configs/cartpole_ppo.py", f"--workdir={workdir}",
+            "--config.num_envs=8", "--config.num_steps=16", "--config.updates_per_call=5",
+            "--config.log_every=5", "--config.total_env_steps=1280",
+            f"--config.compile_cache_dir={cache}"])
+        assert done.returncode == 0, done.stderr
+        return json.loads((workdir / "timing.json").read_text())
+
+    cold = train("cold")
+    entries = sorted(os.listdir(cache))
+    assert any(e.startswith("jit__device_call-") for e in entries), entries
+    warm = train("warm")
+    assert sorted(os.listdir(cache)) == entries  # nothing new to write
+    assert warm["compile_s"] < cold["compile_s"]
+    assert (reproducible_part(read_metrics(str(tmp_path / "warm")))
+            == reproducible_part(read_metrics(str(tmp_path / "cold"))))
