@@ -173,6 +173,26 @@ def _one_process(mode: str) -> list[dict]:
     return train(config, None)
 
 
+@pytest.mark.slow
+def test_two_sebulba_processes_take_the_clock_checkpoints_together(tmp_path):
+    """A wall-clock cadence shorter than an update: process 0's clock decides each
+    checkpoint and every process saves the same updates (``distributed.ClockBoard``; orbax
+    saves are collective, so a disagreement would hang until the launcher's timeout). With
+    ``checkpoint_every=0`` only the clock saves before the end. Process 0 posts update
+    ``u + 1`` after update ``u`` and every process saves it there; the next post comes
+    after the next update, so a cadence shorter than an update saves every second one."""
+    config = config_for("sebulba")
+    total = config.total_env_steps // (config.num_envs * config.num_steps)
+    proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--timeout_s=150", "--",
+                      sys.executable, "-m", "sebulba.main", f"--config={CONFIG_FILES['sebulba']}",
+                      f"--workdir={tmp_path}", *_config_flags("sebulba"),
+                      "--config.checkpoint_every=0", "--config.checkpoint_every_minutes=1e-5"])
+    code, out, err, pids = _finish(proc, timeout_s=180)
+    assert code == 0, err[-3000:]
+    assert len(pids) == 2
+    assert checkpoint_steps(tmp_path) == [total - 4, total - 2, total], err[-3000:]
+
+
 @pytest.mark.skipif(jax.device_count() < 4, reason="needs 4 (fake) devices")
 @pytest.mark.parametrize("mode", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_two_processes_match_one(mode, tmp_path):
