@@ -31,7 +31,11 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rlcore import threefry_cpu
 from rlcore.types import Array, PRNGKey
+
+# Every draw of the project goes through keys made here: CPU compiles its hash unrolled.
+threefry_cpu.use_unrolled_cpu_lowering()
 
 
 @struct.dataclass

@@ -19,3 +19,29 @@ def test_rollout_keys_equal_per_step_keys():
     other = rollout_keys(root, env_ids, 8, 6)
     assert not np.array_equal(jax.random.key_data(keys), jax.random.key_data(other))
 
+
+
+# Threefry-2x32 (20 rounds) known answers from Random123's kat_vectors (Salmon et al. 2011):
+# (key, counter) -> output, as 32-bit words.
+THREEFRY_KAT = [
+    ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+    ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+    ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+]
+
+
+def test_threefry_on_cpu_is_unrolled_and_keeps_its_known_answers():
+    """rlcore.threefry_cpu (imported with rlcore.seeding): a compiled draw has no loop on CPU,
+    and the hash still gives Random123's known answers, compiled and eagerly."""
+    from jax.extend.random import threefry_2x32
+
+    from rlcore import threefry_cpu
+
+    assert threefry_cpu.use_unrolled_cpu_lowering(), "this JAX lacks the hook"
+    hlo = jax.jit(lambda k: jax.random.normal(k, (8,))).lower(jax.random.key(0)).as_text()
+    assert "stablehlo.while" not in hlo
+    for key, count, expected in THREEFRY_KAT:
+        key, count = np.array(key, np.uint32), np.array(count, np.uint32)
+        for fn in (threefry_2x32, jax.jit(threefry_2x32)):
+            out = np.asarray(fn(key, count))
+            assert [hex(v) for v in out] == [hex(v) for v in expected]

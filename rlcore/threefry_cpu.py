@@ -1,0 +1,36 @@
+"""Threefry on CPU as straight-line code instead of a rolled loop (docs/design.md,
+"Compile time").
+
+JAX lowers its threefry2x32 hash, behind every ``jax.random`` draw, to a ``while`` loop of 5
+iterations on CPU, and to the same rounds written out on every other platform. A loop is a
+boundary XLA does not fuse across, and each one is compiled as a computation of its own, so
+a training call with a dozen draws compiles a dozen small loops. The unrolled form is the
+same function of the same bits (the rounds and key injections in the same order), so every
+random number, and so every result, is unchanged; only the compiled program differs.
+
+JAX offers no public switch for this: ``use_unrolled_cpu_lowering`` registers JAX's own
+non-CPU lowering rule for the CPU platform through ``jax._src``. Where a JAX version moves
+those names it does nothing and returns False (draws stay correct, compiles stay slower);
+``tests/rlcore/test_seeding.py`` fails on such a version, so the next upgrade sees it.
+"""
+
+from __future__ import annotations
+
+_done = False
+
+
+def use_unrolled_cpu_lowering() -> bool:
+    """Lowers ``threefry2x32`` on CPU to straight-line rounds from now on; idempotent.
+    Returns whether the unrolled rule is registered (False: this JAX lacks the hook)."""
+    global _done
+    if _done:
+        return True
+    try:
+        from jax._src.interpreters import mlir
+        from jax._src.random import threefry2x32 as threefry
+        rule = threefry._threefry2x32_lowering_rule  # JAX's lowering for non-CPU platforms
+        mlir.register_lowering(threefry.threefry2x32_p, rule, platform="cpu")
+    except (ImportError, AttributeError):
+        return False
+    _done = True
+    return True
