@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import statistics
 import sys
@@ -88,10 +89,13 @@ def ours(num_envs: int, num_steps: int, total: int) -> dict:
         marks.append((time.perf_counter(), time.process_time(), start + k))
 
     anakin_train._record_call = record_and_mark
-    with tempfile.TemporaryDirectory() as workdir:
-        anakin_train.prepare(config)
-        anakin_train.train(config, workdir)
-        timing = json.load(open(f"{workdir}/timing.json"))
+    try:
+        with tempfile.TemporaryDirectory() as workdir:
+            anakin_train.prepare(config)
+            anakin_train.train(config, workdir)
+            timing = json.load(open(f"{workdir}/timing.json"))
+    finally:
+        anakin_train._record_call = record
     (w0, c0, u0), (w1, c1, u1) = marks[0], marks[-1]
     steps = (u1 - u0) * num_envs * num_steps
     return {"compile_s": timing["compile_s"], "steps": steps, "train_s": w1 - w0,
@@ -102,13 +106,16 @@ def peer(peer_dir: str, num_envs: int, num_steps: int, total: int) -> dict:
     """PureJaxRL's ``make_train`` at this size (run in a fresh process)."""
     import jax
 
-    sys.path.insert(0, peer_dir)
+    sys.path.insert(0, peer_dir)  # for its own imports (wrappers.py)
     try:
         importlib.import_module("navix")
     except ImportError:  # imported by its wrappers.py for other envs; CartPole does not use it
         sys.modules["navix"] = types.ModuleType("navix")
     _classic_gymnax_step()
-    make_train = importlib.import_module("ppo").make_train
+    spec = importlib.util.spec_from_file_location("peer_ppo_script", f"{peer_dir}/ppo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    make_train = module.make_train
     config = dict(PEER_CONFIG, NUM_ENVS=num_envs, NUM_STEPS=num_steps, TOTAL_TIMESTEPS=total)
     t0 = time.perf_counter()
     compiled = jax.jit(make_train(config)).lower(jax.random.PRNGKey(30)).compile()
