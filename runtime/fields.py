@@ -46,6 +46,9 @@ BOOL, INT, NUMBER, STR, TUPLE, CONFIG = KINDS = (
 # ``jax.distributed`` starts), or one architecture's own (``ModeChecks.check_fields``).
 COMMON, DISTRIBUTED, ANAKIN, SEBULBA = "common", "distributed", "anakin", "sebulba"
 
+# policy_lag's bound: a Sebulba actor device holds lag + 2 params versions, an Anakin train
+# state lag copies of the params (docs/design.md, "Pipelines and staleness").
+MAX_POLICY_LAG = 8
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
 # Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.
 MAX_INT32 = 2**31 - 1
@@ -267,6 +270,11 @@ FIELDS: tuple[Field, ...] = (
           "loop: 1/k of the activations live); -1 = auto: the fewest that fit the device "
           "(runtime.memory.update_plan).",
           Ints(-1, "an integer >= 1, or -1 (auto)", excluded=(0,))),
+        F("policy_lag", -1, "Updates the acting params trail the learner's: rollout r acts "
+          "with the params after update max(r - lag, start); -1 = the architecture's own "
+          "(Anakin 0; Sebulba its pipeline's: sync 0, cleanba 1, async none).",
+          Ints(-1, f"an integer in [-1, {MAX_POLICY_LAG}] (-1: the architecture's own)",
+               hi=MAX_POLICY_LAG, hi_in_phrase=True)),
     ),
     *_group(
         "Losses",

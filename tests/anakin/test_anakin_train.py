@@ -172,6 +172,7 @@ def test_one_vs_four_devices(algorithm):
     ("--config.env_id=Breakout-v5", "env_id"),
     ("--config.debug.nope=1", "debug.nope"),  # unknown fields named by their whole path
     ("--config.nope.deeper=3", "nope"),
+    ("--config.policy_lag=-2", "policy_lag"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("anakin.main",
