@@ -7,8 +7,8 @@ Host envs are EnvPool pools or jittable envs served on a host CPU device
 2023, arXiv 2310.00036.) Actor threads fill ``pipeline.RolloutQueue`` queues (of
 ``pipeline.queue_capacity`` rollouts) that the learner (``LearnerLoop``, the main thread)
 reads in a fixed order; see ``sebulba.pipeline`` for how the ``policy_lag`` and ``pipeline``
-fields fix which params each rollout uses. While the learner stays long in one stage, ``sebulba.progress`` says so on the
-console.
+fields fix which params each rollout uses. While the learner stays long in one stage,
+``sebulba.progress`` says so on the console.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from envs import registry
 from envs.jax_host import JaxHostEnv
 from rlcore.seeding import Roots, per_env_keys
 from runtime.distributed import data_mesh
-from tests.helpers import sebulba_batches
 
 UPDATES = 7
 FIELDS = ("obs", "action", "reward", "terminated", "truncated", "bootstrap_obs",

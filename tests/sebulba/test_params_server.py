@@ -1,5 +1,6 @@
 """Sebulba plumbing units: ParamsServer versions, drops, waits, timeouts and stops;
-StopControl; params_version and the lag's memory bounds; the rollout-queue helpers. Each test is well under a second."""
+StopControl; params_version and the lag's memory bounds; the rollout-queue helpers. Each
+test is well under a second."""
 
 from __future__ import annotations
 
