@@ -51,9 +51,10 @@ class AnakinState:
     """Whole train state; ``envs`` leaves are sharded ``[B, ...]`` over the mesh.
 
     ``lagged``: at policy lag S > 0, the params of the last S versions, oldest first, each
-    leaf ``[S, ...]`` (replicated): before update ``u`` versions ``max(u - S + i, start)``,
-    ``i = 0 .. S - 1``; the rollout acts with the oldest (docs/design.md, "Pipelines and
-    staleness"). None at lag 0 (the rollout acts with the learner's params).
+    leaf ``[S, ...]`` (replicated): before update ``u`` versions ``max(u - S + i, 0)``,
+    ``i = 0 .. S - 1`` (version ``v``: the params after ``v`` updates); the rollout acts
+    with the oldest (docs/design.md, "Pipelines and staleness"). None at lag 0 (the rollout
+    acts with the learner's params).
 
     With ``num_seeds`` A > 1 every leaf has a leading agent axis: learner ``[A, ...]``
     (replicated), envs ``[A, B, ...]`` (sharded on B), lagged ``[A, S, ...]``.
