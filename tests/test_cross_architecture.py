@@ -128,8 +128,8 @@ def _anakin_cached(lag: int) -> tuple[dict, list[dict]]:
 EXACT = ("action", "reward", "terminated", "truncated")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("lag", [0, 1, 4])
+@pytest.mark.parametrize("lag", [pytest.param(0, marks=pytest.mark.slow),
+                                 pytest.param(1, marks=pytest.mark.slow), 4])
 def test_with_anakin_keys_batches_agree_to_float_error(lag, monkeypatch):
     """Sebulba serving Anakin's env keys, 7 updates: the same actions, rewards and flags bit
     for bit at every lag; observations to float error (XLA fuses the env step differently
