@@ -27,7 +27,7 @@ from rlcore.networks import initial_core
 from rlcore.normalize import observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
-from rlcore.types import EpisodeSummary, LearnerState
+from rlcore.types import EpisodeSummary, LearnerState, Params
 from runtime import build, distributed, sweep, train_command
 from runtime.cadence import train_eval_due
 from runtime.config import (
@@ -50,12 +50,46 @@ AXIS = distributed.DATA_AXIS
 class AnakinState:
     """Whole train state; ``envs`` leaves are sharded ``[B, ...]`` over the mesh.
 
+    ``lagged``: at policy lag S > 0, the params of the last S versions, oldest first, each
+    leaf ``[S, ...]`` (replicated): before update ``u`` versions ``max(u - S + i, 0)``,
+    ``i = 0 .. S - 1`` (version ``v``: the params after ``v`` updates); the rollout acts
+    with the oldest (docs/design.md, "Pipelines and staleness"). None at lag 0 (the rollout
+    acts with the learner's params).
+
     With ``num_seeds`` A > 1 every leaf has a leading agent axis: learner ``[A, ...]``
-    (replicated), envs ``[A, B, ...]`` (sharded on B).
+    (replicated), envs ``[A, B, ...]`` (sharded on B), lagged ``[A, S, ...]``.
     """
 
     learner: LearnerState
     envs: EnvCarry
+    lagged: Params | None = None
+
+
+def policy_lag(config) -> int:
+    """Anakin's policy lag: ``policy_lag`` where set (>= 0), else 0."""
+    return max(config.policy_lag, 0)
+
+
+def acting_params(state: AnakinState) -> Params:
+    """The params the rollout acts with: the oldest of ``lagged``, else the learner's."""
+    if state.lagged is None:
+        return state.learner.params
+    return jax.tree.map(lambda x: x[0], state.lagged)
+
+
+def pushed(lagged: Params | None, params: Params) -> Params | None:
+    """``lagged`` ``[S, ...]`` with its oldest version dropped and ``params`` appended (the
+    params before an update, now one version behind the learner's)."""
+    if lagged is None:
+        return None
+    return jax.tree.map(lambda ring, p: jnp.concatenate([ring[1:], p[None]]), lagged, params)
+
+
+def ring_of(params: Params, lag: int) -> Params | None:
+    """``lag`` copies of ``params`` ``[lag, ...]`` (a fresh run's ring), None at lag 0."""
+    if not lag:
+        return None
+    return jax.tree.map(lambda p: jnp.broadcast_to(p[None], (lag,) + p.shape), params)
 
 
 @struct.dataclass
@@ -106,7 +140,9 @@ class AnakinRun:
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
                                            AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
-        self.state_spec = AnakinState(learner=P(), envs=env_spec)
+        self.lag = policy_lag(config)
+        self.state_spec = AnakinState(learner=P(), envs=env_spec,
+                                      lagged=P() if self.lag else None)
         self._call = None
 
     def per_agent(self, fn):
@@ -171,8 +207,11 @@ class AnakinRun:
                     self.config.normalize_reward))(roots),
             mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
-        return AnakinState(learner=init_learner(self.roots.init),
-                           envs=init_envs(self.roots))
+        learner = init_learner(self.roots.init)
+        init_ring = jax.jit(self.per_agent(functools.partial(ring_of, lag=self.lag)),
+                            out_shardings=distributed.replicated(self.mesh))
+        return AnakinState(learner=learner, envs=init_envs(self.roots),
+                           lagged=init_ring(learner.params) if self.lag else None)
 
     def _device_call(self, state: AnakinState, num_active, roots: Roots, swept):
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
@@ -183,12 +222,16 @@ class AnakinRun:
 
         def agent_update(state: AnakinState, roots: Roots, swept):
             u = state.learner.update
-            envs, traj, episodes = self.rollout(state.learner.params, state.envs,
+            envs, traj, episodes = self.rollout(acting_params(state), state.envs,
                                                 (roots.action, roots.env), env_ids, u)
+            if state.lagged is not None:  # values of older params: the learner's own instead
+                traj = traj.replace(behaviour_value=None)
             learner, loss = self.agent_update_fn(swept)(
                 state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
-            return AnakinState(learner=learner, envs=envs), UpdateOutput(loss, episodes, None)
+            new = AnakinState(learner=learner, envs=envs,
+                              lagged=pushed(state.lagged, state.learner.params))
+            return new, UpdateOutput(loss, episodes, None)
 
         def one_update(state: AnakinState):
             state, out = self.per_agent(agent_update)(state, roots, swept)
@@ -364,11 +407,13 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 
 
 # What validation and the memory check need of Anakin: its fields, jittable env ids and
-# their specs, its agents per program; the rollout ran the learner's params (lag 0), so the
-# trajectory carries their values; no host buffers.
+# their specs, its agents per program; at lag 0 the rollout ran the learner's params, so the
+# trajectory carries their values (above, the train state keeps ``policy_lag`` params to
+# act with); no host buffers.
 MODE = ModeChecks(name="anakin", check_fields=check_fields,
                   check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
-                  num_agents=sweep.num_agents, rollout_values=True, devices_used=devices_used)
+                  num_agents=sweep.num_agents, rollout_values=True, devices_used=devices_used,
+                  params_ring=policy_lag)
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.

@@ -120,11 +120,13 @@ class ModeChecks:
       check_env_id: raises ConfigError (with close matches) for an id the mode cannot run.
       env_spec: ``env_id -> EnvSpec`` without compiling anything.
       num_agents: ``config -> agents`` trained in one program.
-      rollout_values: whether the learner's trajectory carries the rollout's values (policy
-        lag 0), so the algorithm need not recompute them.
+      rollout_values: whether the learner's trajectory carries the rollout's values at
+        policy lag 0, so the algorithm need not recompute them.
       devices_used: ``(config, num_shards, num_processes) -> local devices`` the run
         computes on (CPU devices share the host's RAM).
       host_memory: the mode's host buffers, or None.
+      params_ring: ``config -> n``, the copies of the params its device state keeps to act
+        with (the policy lag of an Anakin run; no rollout values above 0).
     """
 
     name: str
@@ -135,6 +137,7 @@ class ModeChecks:
     rollout_values: bool
     devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
     host_memory: HostMemory | None = None
+    params_ring: Callable[[ml_collections.ConfigDict], int] = lambda config: 0
 
 
 def require(cond, field: str, msg: str) -> None:

@@ -46,6 +46,9 @@ BOOL, INT, NUMBER, STR, TUPLE, CONFIG = KINDS = (
 # ``jax.distributed`` starts), or one architecture's own (``ModeChecks.check_fields``).
 COMMON, DISTRIBUTED, ANAKIN, SEBULBA = "common", "distributed", "anakin", "sebulba"
 
+# policy_lag's bound: a Sebulba actor device holds lag + 2 params versions, an Anakin train
+# state lag copies of the params (docs/design.md, "Pipelines and staleness").
+MAX_POLICY_LAG = 8
 MAX_SEED = 2**30  # EnvPool seeds are int32: seed + global env index must fit
 # Counts, sizes and update indices enter the compiled programs (and EnvPool) as int32.
 MAX_INT32 = 2**31 - 1
@@ -267,6 +270,11 @@ FIELDS: tuple[Field, ...] = (
           "loop: 1/k of the activations live); -1 = auto: the fewest that fit the device "
           "(runtime.memory.update_plan).",
           Ints(-1, "an integer >= 1, or -1 (auto)", excluded=(0,))),
+        F("policy_lag", -1, "Updates the acting params trail the learner's: rollout r acts "
+          "with the params after update max(r - lag, start); -1 = the architecture's own "
+          "(Anakin 0; Sebulba its pipeline's: sync 0, cleanba 1, async none).",
+          Ints(-1, f"an integer in [-1, {MAX_POLICY_LAG}] (-1: the architecture's own)",
+               hi=MAX_POLICY_LAG, hi_in_phrase=True)),
     ),
     *_group(
         "Losses",
@@ -427,6 +435,11 @@ ONE_DEVICE = {f.name: f.one_device for f in FIELDS if f.one_device is not None}
 RENAMED = {"minibatch": "minibatch_kind"}
 
 
+# Fields added after runs were first saved, with the value an older run's config.json
+# (which lacks them) ran at: ``upgrade_saved`` fills them in, so an older run still resumes.
+ADDED = {"policy_lag": -1}
+
+
 def renamed(name: str) -> str:
     """The refusal of the former field name ``name`` (after ``field: `` in a config error)."""
     return f"renamed to {RENAMED[name]}"
@@ -434,12 +447,15 @@ def renamed(name: str) -> str:
 
 def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
     """A run's saved config (config.json's top-level object) under the current field names:
-    a former name's value moves to its new name (where that is not saved too)."""
+    a former name's value moves to its new name (where that is not saved too), and a field
+    added since takes the value the run ran at (``ADDED``)."""
     out = dict(saved)
     for old, new in RENAMED.items():
         if old in out:
             value = out.pop(old)
             out.setdefault(new, value)
+    for name, value in ADDED.items():
+        out.setdefault(name, value)
     return out
 
 

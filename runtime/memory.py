@@ -339,7 +339,9 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     derived = derive(config, num_shards)
     t, b = config.num_steps, derived.envs_per_shard
     o = obs_bytes(spec)
-    r = (step_bytes(spec, with_value=mode.rollout_values, prepared=algorithm.prepared_step_bytes)
+    ring = mode.params_ring(config)
+    with_value = mode.rollout_values and not ring
+    r = (step_bytes(spec, with_value=with_value, prepared=algorithm.prepared_step_bytes)
          + optional_step_bytes(config))
     samples = t * derived.envs_per_minibatch // microbatches  # one chunk's
     rollout_obs = agents * (t + 1) * b * o
@@ -351,11 +353,12 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
                       * (o + 4 * int(np.prod(spec.obs_shape))))
     # A recurrent agent's values come from an unroll of the learner's params over the whole
     # rollout (the rollout's own values are not used; the unroll is not chunked).
-    value = algorithm.value_pass(t, b, mode.rollout_values and config.recurrent == NO_CORE)
+    value = algorithm.value_pass(t, b, with_value and config.recurrent == NO_CORE)
     value_pass = agents * (value.copied_obs * o
                            + int(FORWARD_FACTOR * value.forward_samples * sizes.largest_per_sample))
-    # params and gradients (and the gradient accumulator of micro-batches), optimizer state
-    params = agents * ((2 + (microbatches > 1)) * sizes.params + sizes.opt_state)
+    # params and gradients (and the gradient accumulator of micro-batches), optimizer state,
+    # the lagged params an Anakin run acts with
+    params = agents * ((2 + (microbatches > 1) + ring) * sizes.params + sizes.opt_state)
     cores = agents * b * (2 * sizes.core_per_env + t) if sizes.core_per_env else 0
     total = rollout_obs + trajectory + params + cores + max(minibatch, value_pass)
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,

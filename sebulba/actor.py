@@ -75,7 +75,8 @@ class ActorSpec:
       num_envs: envs the thread steps.
       slices: how those envs split over the local learner shards.
       num_steps: rollout length T.
-      pipeline: ``sebulba.pipeline.PIPELINES`` name (which params version a rollout uses).
+      lag: the policy lag (``sebulba.pipeline.lag_of``; None: async): rollout ``r`` uses
+        params version ``sebulba.pipeline.params_version(lag, r, start)``.
       start, end: rollout indices ``start .. end - 1`` to collect.
       timeout_s: longest wait on params or on room in the queue.
       seed: the run seed (for the jitter RNG only).
@@ -95,7 +96,7 @@ class ActorSpec:
     num_envs: int
     slices: tuple[ShardSlice, ...]
     num_steps: int
-    pipeline: str
+    lag: int | None
     start: int
     end: int
     timeout_s: float
@@ -140,7 +141,8 @@ class Actor:
       env_factory: ``(num_envs, first_env) -> HostEnv``.
       policy: from ``make_policy_fn``.
       params: the ParamsServer.
-      out_queue: ``queue.Queue(maxsize=1)`` read by the learner in a fixed order.
+      out_queue: ``pipeline.RolloutQueue`` (``queue_capacity(lag)`` items) read by the
+        learner in a fixed order.
       stop: shared StopControl.
       final_value: from ``make_final_value_fn``: rollouts carry ``Trajectory.final_value``
         (computed in the steps where an env was truncated); None: they do not
@@ -201,7 +203,7 @@ class Actor:
         stages = timers.Timers(timers.ROLLOUT)
         with stages.time(timers.PARAMS_WAIT):
             version, params, _ = self.params.get(
-                pipeline.params_version(spec.pipeline, r, spec.start), spec.device, self.stop,
+                pipeline.params_version(spec.lag, r, spec.start), spec.device, self.stop,
                 spec.timeout_s)
         buf = _HostBuffers.empty(spec.num_steps, spec.num_envs, obs, env.spec)
         ret_stats = None

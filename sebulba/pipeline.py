@@ -1,16 +1,25 @@
 """Sebulba plumbing: the params server, rollout queues, stop control.
 
 Staleness (which params version an actor uses for rollout ``r``; version ``v`` is the params
-after ``v`` updates, version ``start`` the initial or restored params):
+after ``v`` updates, version ``start`` the initial or restored params). A policy lag ``S``
+(0 .. 8, the ``policy_lag`` field; ``lag_of``) fixes version ``max(r - S, start)``, whatever
+the timing: while the learner trains on rollout ``r - S`` .. ``r - 1`` the actors collect
+rollout ``r``; the first ``S + 1`` rollouts after ``start`` use the initial params. The
+``pipeline`` names stay as names of lags:
 
-- ``sync``: version ``r``; the actor waits for the learner to finish update ``r - 1``
-  (act, learn, act; lag 0).
-- ``cleanba`` (default): version ``max(r - 1, start)``: while the learner trains on rollout
-  ``r - 1`` the actors collect rollout ``r`` with the params one update older, whatever the
-  timing; the first hand-off is skipped (rollouts ``start`` and ``start + 1`` both use the
-  initial params), as in Cleanba (arXiv 2310.00036). Curves are identical run to run.
+- ``sync``: lag 0, version ``r``; the actor waits for the learner to finish update
+  ``r - 1`` (act, learn, act).
+- ``cleanba`` (default): lag 1, version ``max(r - 1, start)``; the first hand-off is
+  skipped (rollouts ``start`` and ``start + 1`` both use the initial params), as in Cleanba
+  (arXiv 2310.00036). Curves are identical run to run.
 - ``async``: the newest version published when the rollout starts (lag depends on
-  hardware; for ablations only).
+  hardware; for ablations only; no ``policy_lag``).
+
+Live memory at lag ``S`` (``queue_capacity``, ``versions_kept``): each actor thread's queue
+holds ``max(S, 1)`` rollouts, so it can run ``S`` rollouts ahead of the learner, and one more
+is being filled and one held by the learner; each actor device holds ``max(S, 1) + 2``
+params versions (rollout ``r`` needs version ``r - S`` while the learner may have published
+up to ``r``; one spare for the evaluation's newest).
 
 Every blocking wait here polls a stop event with a short timeout and gives up after
 ``timeout_s``; an error in any thread is recorded and stops all of them. The actors' waits
@@ -42,14 +51,14 @@ class Interrupted(Exception):  # noqa: N818 - not an error: the run stops on a s
 
 
 class RolloutQueue(queue.Queue):
-    """An actor thread's rollout queue (one item at most), which the learner's progress
-    lines may look into without taking the item."""
+    """An actor thread's rollout queue (``maxsize`` items at most: ``queue_capacity``), which
+    the learner's progress lines may look into without taking an item."""
 
-    def __init__(self):
-        super().__init__(maxsize=1)
+    def __init__(self, maxsize: int = 1):
+        super().__init__(maxsize=maxsize)
 
     def peek(self):
-        """The item waiting in the queue, or None (it stays there)."""
+        """The oldest item waiting in the queue, or None (it stays there)."""
         with self.mutex:
             return self.queue[0] if self.queue else None
 
@@ -140,18 +149,33 @@ def get(q: queue.Queue, stop: StopControl, timeout_s: float, interrupted=None):
                 raise TimeoutError(f"no rollout for {timeout_s} s (actors stalled?)") from None
 
 
-# pipeline name -> (rollout, start) -> the params version that rollout must use (None: the
-# newest published); the config's ``pipeline`` choices. See the module docstring.
-PIPELINES = {
-    "sync": lambda rollout, start: rollout,
-    "cleanba": lambda rollout, start: max(rollout - 1, start),
-    "async": lambda rollout, start: None,
-}
+# pipeline name -> its policy lag (None: the newest published version); the config's
+# ``pipeline`` choices. See the module docstring.
+PIPELINES = {"sync": 0, "cleanba": 1, "async": None}
 
 
-def params_version(pipeline: str, rollout: int, start: int) -> int | None:
-    """Params version rollout ``rollout`` must use; ``None`` means the newest (async)."""
-    return PIPELINES[pipeline](rollout, start)
+def lag_of(config) -> int | None:
+    """The run's policy lag: ``policy_lag`` where set (>= 0), else its pipeline's (None for
+    ``async``)."""
+    return config.policy_lag if config.policy_lag >= 0 else PIPELINES[config.pipeline]
+
+
+def params_version(lag: int | None, rollout: int, start: int) -> int | None:
+    """Params version rollout ``rollout`` must use: ``max(rollout - lag, start)``; ``None``
+    (lag None: async) means the newest."""
+    return None if lag is None else max(rollout - lag, start)
+
+
+def queue_capacity(lag: int | None) -> int:
+    """Rollouts an actor thread's queue holds: ``lag`` (at least 1), so that its actor runs
+    ``lag`` rollouts ahead of the learner."""
+    return max(lag or 0, 1)
+
+
+def versions_kept(lag: int | None) -> int:
+    """Params versions the server keeps per actor device: ``queue_capacity + 2``, 3 for
+    sync, cleanba and async (see the module docstring)."""
+    return queue_capacity(lag) + 2
 
 
 class ParamsServer:

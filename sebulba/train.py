@@ -4,11 +4,11 @@ Host envs are EnvPool pools or jittable envs served on a host CPU device
 (``envs.jax_host.JaxHostEnv``); ``envs.registry.resolve(env_id, "sebulba")`` picks which.
 
 (Podracer, Hessel et al. 2021, arXiv 2104.06272; pipeline timing from Cleanba, Huang et al.
-2023, arXiv 2310.00036.) Actor threads fill ``queue.Queue(maxsize=1)`` queues
-(``pipeline.RolloutQueue``) that the learner (``LearnerLoop``, the main thread) reads in a
-fixed order; see ``sebulba.pipeline`` for how the ``pipeline`` field fixes which params each
-rollout uses. While the learner stays long in one stage, ``sebulba.progress`` says so on the
-console.
+2023, arXiv 2310.00036.) Actor threads fill ``pipeline.RolloutQueue`` queues (of
+``pipeline.queue_capacity`` rollouts) that the learner (``LearnerLoop``, the main thread)
+reads in a fixed order; see ``sebulba.pipeline`` for how the ``policy_lag`` and ``pipeline``
+fields fix which params each rollout uses. While the learner stays long in one stage,
+``sebulba.progress`` says so on the console.
 """
 
 from __future__ import annotations
@@ -79,6 +79,9 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
     choice(config, "pipeline", pipeline.PIPELINES)
+    require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
+            f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
+            "(use sync or cleanba with it)")
     check_field(config, "env_threads")
     check_field(config, "queue_timeout_s")
     jitter = config.debug.actor_jitter_ms
@@ -93,12 +96,14 @@ def check_fields(config, counts: DeviceCounts) -> int:
     return counts.processes * len(config.learner_device_ids)
 
 
-# Rollouts per actor thread alive at once: queued, being filled, held by the learner.
-QUEUE_DEPTH = 3
+def queue_depth(config) -> int:
+    """Rollouts per actor thread alive at once: queued (``pipeline.queue_capacity``), being
+    filled, held by the learner; 3 up to lag 1, ``lag + 2`` above."""
+    return pipeline.queue_capacity(pipeline.lag_of(config)) + 2
 
 
 def host_bytes(config, spec, num_processes: int = 1) -> int:
-    """Host bytes of this process's rollouts: ``QUEUE_DEPTH`` rollouts per actor thread plus
+    """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
     the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
     is ``runtime.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
     fields (actors ship no values)."""
@@ -106,7 +111,7 @@ def host_bytes(config, spec, num_processes: int = 1) -> int:
     local_envs = config.num_envs // num_processes
     optional = memory.optional_step_bytes(config)
     per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec, optional)
-    return (QUEUE_DEPTH * threads * per_thread
+    return (queue_depth(config) * threads * per_thread
             + memory.rollout_bytes(config.num_steps, local_envs, spec, optional))
 
 
@@ -125,8 +130,9 @@ MODE = ModeChecks(
     env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
     devices_used=devices_used,
     host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
-                           detail=f"{QUEUE_DEPTH} per actor thread and the learner's batch",
-                           fields="num_envs, num_steps or num_actor_threads"))
+                           detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
+                           "learner's batch",
+                           fields="num_envs, num_steps, num_actor_threads or policy_lag"))
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.
@@ -181,13 +187,14 @@ class SebulbaRun:
                                  num_threads=cfg.env_threads)
 
         actors, queues = [], []
+        lag = pipeline.lag_of(cfg)
         for a, device in enumerate(layout.actor_devices):
             for j in range(cfg.num_actor_threads):
-                q = pipeline.RolloutQueue()
+                q = pipeline.RolloutQueue(pipeline.queue_capacity(lag))
                 spec = ActorSpec(
                     name=f"actor-{a}-{j}", device=device, first_env=layout.thread_offset(a, j),
                     num_envs=layout.envs_per_thread, slices=layout.thread_slices(a, j),
-                    num_steps=cfg.num_steps, pipeline=cfg.pipeline, start=start, end=end,
+                    num_steps=cfg.num_steps, lag=lag, start=start, end=end,
                     timeout_s=cfg.queue_timeout_s, seed=cfg.seed,
                     jitter_ms=cfg.debug.actor_jitter_ms,
                     fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
@@ -303,7 +310,8 @@ class LearnerLoop:
                         return_label=registry.return_axis_label(run.config.env_id))
         state = rundir.restore_or(run.init_state())
         start = int(distributed.to_host(state.update))
-        server = pipeline.ParamsServer(run.layout.actor_devices)
+        server = pipeline.ParamsServer(
+            run.layout.actor_devices, pipeline.versions_kept(pipeline.lag_of(run.config)))
         evaluator = run.make_eval_pool()
         server.publish(start, state.params)
         return cls(run=run, rundir=rundir, state=state, start=start,

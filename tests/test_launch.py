@@ -145,22 +145,24 @@ def _flag_value(value) -> str:
     return str(value).replace(" ", "") if isinstance(value, tuple) else str(value)
 
 
-def _config_flags(mode: str) -> list[str]:
+def _config_flags(mode: str, **overrides) -> list[str]:
     """``tests.multiprocess_worker.config_for(mode)`` (with its per-process Sebulba device
-    split) as ``--config.field=value`` overrides of the mode's config file."""
+    split) and ``overrides`` as ``--config.field=value`` overrides of the mode's config
+    file."""
     from configs import cartpole_ppo, cartpole_ppo_sebulba
 
     base = (cartpole_ppo if mode == "anakin" else cartpole_ppo_sebulba).get_config()
     config = config_for(mode)
+    config.update(overrides)
     if mode == "sebulba":
         config.actor_device_ids, config.learner_device_ids = (0,), (1,)
     return [f"--config.{key}={_flag_value(value)}" for key, value in config.items()
             if not isinstance(value, ConfigDict) and value != base[key]]
 
 
-def _one_process(mode: str) -> list[dict]:
-    """The rows of ``config_for(mode)`` in this process on 4 devices, laid out as the two
-    processes lay them out."""
+def _one_process(mode: str, **overrides) -> list[dict]:
+    """The rows of ``config_for(mode)`` (Sebulba: with ``overrides``) in this process on 4
+    devices, laid out as the two processes lay them out."""
     if mode == "anakin":
         from anakin.train import train
 
@@ -168,6 +170,7 @@ def _one_process(mode: str) -> list[dict]:
     from sebulba.train import prepare, train
 
     config = config_for("sebulba")
+    config.update(overrides)
     config.actor_device_ids, config.learner_device_ids = (0, 2), (1, 3)
     prepare(config)
     return train(config, None)
@@ -217,6 +220,28 @@ def test_two_processes_match_one(mode, tmp_path):
     two = read_metrics(tmp_path)
     assert len(two) >= COMPARED_UPDATES
     assert_rows_close(single[:COMPARED_UPDATES], two[:COMPARED_UPDATES], tol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(jax.device_count() < 4, reason="needs 4 (fake) devices")
+def test_two_sebulba_processes_match_one_at_lag_4(tmp_path):
+    """policy_lag 4 over 9 updates (rollouts 5 .. 8 act with versions 1 .. 4): each
+    process's actors wait for the same versions as the one process's."""
+    lag = dict(policy_lag=4, total_env_steps=16 * 16 * 9)
+    proc = _launcher(["--num_processes=2", "--devices_per_process=2", "--timeout_s=150", "--",
+                      sys.executable, "-m", "sebulba.main",
+                      f"--config={CONFIG_FILES['sebulba']}", f"--workdir={tmp_path}",
+                      *_config_flags("sebulba", **lag)])
+    try:
+        single = _one_process("sebulba", **lag)
+    except BaseException:
+        _abandon(proc)
+        raise
+    code, out, err, pids = _finish(proc, timeout_s=180)
+    assert code == 0, err[-3000:]
+    two = read_metrics(tmp_path)
+    assert [r["params_lag"] for r in two] == [0.0, 1.0, 2.0, 3.0] + [4.0] * 5
+    assert_rows_close(single, two, tol=1e-4)
 
 
 def test_wandb_refused_on_process_0_stops_every_process_with_exit_2(tmp_path):

@@ -142,8 +142,8 @@ def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "impala"])
-def test_one_vs_four_devices(algorithm):
+@pytest.mark.parametrize("algorithm, lag", [("ppo", 0), ("impala", 0), ("ppo", 2)])
+def test_one_vs_four_devices(algorithm, lag):
     if jax.device_count() < 4:
         pytest.skip("needs 4 (fake) devices")
     # Adam (and clipped RMSProp) are nearly blind to the gradient's scale; torch RMSProp
@@ -157,7 +157,7 @@ def test_one_vs_four_devices(algorithm):
     config = _short_config(algorithm=algorithm, total_env_steps=16 * 32 * 5, log_every=1,
                            updates_per_call=5, optimizer="rmsprop", learning_rate=lr,
                            rmsprop_eps=10.0, max_grad_norm=0.0, normalize_obs=norm,
-                           normalize_reward=norm)
+                           normalize_reward=norm, policy_lag=lag)
     one = train(config, None, mesh=one_device_mesh())
     four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
     assert len(one) == len(four) == 5
@@ -172,6 +172,7 @@ def test_one_vs_four_devices(algorithm):
     ("--config.env_id=Breakout-v5", "env_id"),
     ("--config.debug.nope=1", "debug.nope"),  # unknown fields named by their whole path
     ("--config.nope.deeper=3", "nope"),
+    ("--config.policy_lag=-2", "policy_lag"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("anakin.main",
@@ -250,12 +251,14 @@ def test_learner_delay_holds_every_call_but_the_first():
     assert len(times) == 4 and times[0] < 0.3 <= min(times[1:]), times
 
 
-def test_resume_continues_bitwise(tmp_path):
+@pytest.mark.parametrize("lag", [0, 4])
+def test_resume_continues_bitwise(lag, tmp_path):
     """Stopped after update 10 (log windows of 4 do not line up with it), resumed: the
     metrics equal an uninterrupted run's, clock keys aside. With both normalisations: their
-    statistics (in the params) and the envs' discounted returns are in the checkpoint."""
+    statistics (in the params) and the envs' discounted returns are in the checkpoint; at
+    lag 4 the lagged params are too."""
     config = _short_config(checkpoint_every=10, log_every=4, normalize_obs=True,
-                           normalize_reward=True)
+                           normalize_reward=True, policy_lag=lag)
     full = tmp_path / "full"
     train(config, str(full), mesh=one_device_mesh())
     reference = reproducible_part(read_metrics(full))

@@ -31,15 +31,17 @@ def _same_logged_values(one, mine):
             np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7, err_msg=key)
 
 
-@pytest.mark.parametrize("devices", [1, pytest.param(4, marks=pytest.mark.slow)])
-def test_each_seed_equals_its_single_run(devices):
+@pytest.mark.parametrize("devices, lag", [(1, 0), pytest.param(4, 0, marks=pytest.mark.slow),
+                                          pytest.param(1, 2, marks=pytest.mark.slow)])
+def test_each_seed_equals_its_single_run(devices, lag):
+    """At lag 2 too: each agent keeps its own lagged params."""
     if jax.device_count() < devices:
         pytest.skip("needs 4 (fake) devices")
     mesh = data_mesh(jax.devices()[:devices])
-    many = train(_config(num_seeds=3), None, mesh=mesh)
+    many = train(_config(num_seeds=3, policy_lag=lag), None, mesh=mesh)
     assert sorted({r["seed"] for r in many}) == [0, 1, 2]
     for s in range(3):
-        one = train(_config(seed=s), None, mesh=mesh)
+        one = train(_config(seed=s, policy_lag=lag), None, mesh=mesh)
         mine = [r for r in many if r["seed"] == s]
         assert [r["update"] for r in one] == [2, 4]
         _same_logged_values(one, mine)

@@ -2,6 +2,7 @@
 views read from them, and former field names."""
 
 import dataclasses
+import json
 
 import jax
 import ml_collections
@@ -127,7 +128,23 @@ def test_a_saved_config_is_read_under_the_current_names(tmp_path):
     config = load_config(str(tmp_path), base.get_config())
     assert config.minibatch_kind == "sequences" and "minibatch" not in config
     assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
-        "minibatch_kind": "auto", "seed": 1}
+        "minibatch_kind": "auto", "seed": 1, "policy_lag": -1}
+
+
+def test_a_run_saved_before_policy_lag_resumes_at_its_lag(tmp_path):
+    """config.json of a run from before the field: it ran at the architecture's own lag
+    (-1), so the resume check finds nothing changed; a lag set now is a change."""
+    from rlcore.errors import ConfigError
+    from runtime.resume import check_same_config
+
+    saved = base.get_config().to_dict()
+    del saved["policy_lag"]
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert check_same_config(str(tmp_path), base.get_config(), 10, 1, 0) is None
+    lagged = base.get_config()
+    lagged.policy_lag = 2
+    with pytest.raises(ConfigError, match="^policy_lag: the checkpoint .* made with -1, not 2"):
+        check_same_config(str(tmp_path), lagged, 10, 1, 0)
 
 
 # ----------------------------------------------------------------------------- records and page

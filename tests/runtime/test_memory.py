@@ -46,6 +46,11 @@ def test_cartpole_parts_by_hand():
     assert est.total == (est.rollout_obs + est.trajectory + est.params_optimizer
                          + max(est.minibatch, est.value_pass))
     assert est.host == 0
+    c.bootstrap_time_limits, c.policy_lag = True, 3  # 3 lagged params; no behaviour values
+    lagged = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
+    assert lagged.params_optimizer == (2 + 3) * sizes.params + sizes.opt_state
+    assert lagged.trajectory == est.trajectory - t * b * 4
+    assert lagged.value_pass > est.value_pass  # the learner recomputes every value
 
 
 def test_recurrent_core_states_by_hand():
@@ -243,11 +248,14 @@ def test_sebulba_host_bytes_and_check(monkeypatch):
     assert sebulba_train.host_bytes(c, CARTPOLE) == 3 * 2 * per_thread + whole
     est = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1)
     assert est.host == 3 * 2 * per_thread + whole
+    lagged = c.copy_and_resolve_references()
+    lagged.policy_lag = 4  # 4 queued, 1 being filled, 1 held by the learner
+    assert sebulba_train.host_bytes(lagged, CARTPOLE) == 6 * 2 * per_thread + whole
     monkeypatch.setattr(memory, "device_capacity", lambda n: (2**40, "cpu:0"))
     memory.check(c, CARTPOLE, sebulba_train.MODE, 1)
     monkeypatch.setattr(memory, "host_available_bytes", lambda: est.host)  # 80% rule
     with pytest.raises(ConfigError, match=r"^num_envs: the actors' rollouts need about .* "
-                       r"lower num_envs, num_steps or num_actor_threads$"):
+                       r"lower num_envs, num_steps, num_actor_threads or policy_lag$"):
         memory.check(c, CARTPOLE, sebulba_train.MODE, 1)
 
 

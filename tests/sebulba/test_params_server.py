@@ -1,5 +1,6 @@
 """Sebulba plumbing units: ParamsServer versions, drops, waits, timeouts and stops;
-StopControl; params_version; the rollout-queue helpers. Each test is well under a second."""
+StopControl; params_version and the lag's memory bounds; the rollout-queue helpers. Each
+test is well under a second."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import pytest
 
@@ -17,8 +19,11 @@ from sebulba.pipeline import (
     PipelineStopped,
     StopControl,
     get,
+    lag_of,
     params_version,
     put,
+    queue_capacity,
+    versions_kept,
 )
 
 TIMEOUT_S = 0.3
@@ -219,14 +224,45 @@ def test_stop_control_records_the_first_error():
 
 # --- params_version ------------------------------------------------------------------------
 
+def _lag(pipeline: str, policy_lag: int = -1) -> int | None:
+    return lag_of(ml_collections.ConfigDict(dict(pipeline=pipeline, policy_lag=policy_lag)))
+
+
 @pytest.mark.parametrize("start", [0, 5])
 def test_params_version(start):
+    sync, cleanba, lag_async = _lag("sync"), _lag("cleanba"), _lag("async")
+    assert (sync, cleanba, lag_async) == (0, 1, None)
     for r in range(start, start + 5):
-        assert params_version("sync", r, start) == r
-        assert params_version("async", r, start) is None
-    cleanba = [params_version("cleanba", r, start) for r in range(start, start + 5)]
+        assert params_version(sync, r, start) == r
+        assert params_version(lag_async, r, start) is None
+    versions = [params_version(cleanba, r, start) for r in range(start, start + 5)]
     # Rollouts start and start + 1 both use the initial params, then one update behind.
-    assert cleanba == [start, start, start + 1, start + 2, start + 3]
+    assert versions == [start, start, start + 1, start + 2, start + 3]
+    # Lag 4 (set over either pipeline): rollouts start .. start + 4 use the initial params.
+    assert _lag("sync", 4) == _lag("cleanba", 4) == 4
+    lag4 = [params_version(4, r, start) for r in range(start, start + 8)]
+    assert lag4 == [start] * 5 + [start + 1, start + 2, start + 3]
+
+
+@pytest.mark.parametrize("lag, capacity, kept", [
+    (None, 1, 3), (0, 1, 3), (1, 1, 3), (2, 2, 4), (4, 4, 6), (8, 8, 10)])
+def test_queue_capacity_and_versions_kept(lag, capacity, kept):
+    """An actor runs ``lag`` rollouts ahead; the server keeps versions ``r - lag .. r`` and a
+    spare: 3 up to lag 1, as before the lag was a dial."""
+    assert (queue_capacity(lag), versions_kept(lag)) == (capacity, kept)
+
+
+def test_lagged_actor_never_sees_a_dropped_version():
+    """The schedule of a lag-4 pipeline, serially: the actor takes version ``r - 4`` when the
+    learner has published up to ``r`` (the furthest it can be: it has taken rollouts up to
+    ``r - 1``); with ``versions_kept(4)`` versions the server still holds it."""
+    lag, dev = 4, devices()[0]
+    server, stop = ParamsServer([dev], keep=versions_kept(lag)), StopControl()
+    server.publish(0, jnp.zeros(()))
+    for r in range(12):
+        server.publish(r, jnp.full((), r, jnp.float32))  # the learner as far as it may be
+        version, params, _ = server.get(params_version(lag, r, 0), dev, stop, TIMEOUT_S)
+        assert version == max(r - lag, 0) and float(params) == version
 
 
 # --- queue helpers -------------------------------------------------------------------------

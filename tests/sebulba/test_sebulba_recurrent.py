@@ -63,12 +63,14 @@ def test_recall_needs_memory():
     assert lstm[-1]["eval/episode_return"] == 1.0
 
 
-def _small(threads, jitter=0):
+def _small(threads, jitter=0, **overrides):
     debug = memory_ppo.get_config().debug  # every debug knob at its default but the jitter
     debug.actor_jitter_ms = jitter
-    return _config(recurrent="gru", num_envs=8, num_steps=8, total_env_steps=8 * 8 * 5,
-                   log_every=1, num_actor_threads=threads, debug=debug,
-                   checkpoint_every=3)  # with a workdir: checkpoints at 3 and 5
+    return _config(**{**dict(recurrent="gru", num_envs=8, num_steps=8,
+                             total_env_steps=8 * 8 * 5, log_every=1,
+                             num_actor_threads=threads, debug=debug,
+                             checkpoint_every=3),  # with a workdir: checkpoints at 3 and 5
+                      **overrides})
 
 
 def _run(config, workdir=None):
@@ -107,6 +109,23 @@ def test_recurrent_cleanba_identical_under_jitter_and_threads(plain):
         np.testing.assert_array_equal(a.core_state.h, b.core_state.h)
     assert np.all(batches[0].core_state.h == 0) and batches[0].first[0].all()
     assert np.any(batches[2].core_state.h != 0)  # carried over from the previous rollout
+
+
+@pytest.mark.slow
+@needs_3
+def test_recurrent_lag_4_identical_under_jitter_and_threads():
+    """A GRU agent at policy lag 4, 8 updates: 1 actor thread and 2 jittered ones log the
+    same metrics and hand the learner the same batches bit for bit."""
+    lag = dict(policy_lag=4, total_env_steps=8 * 8 * 8)
+    one, batches = _run(_small(1, **lag))
+    two, two_batches = _run(_small(2, jitter=20, **lag))
+    assert reproducible_part(one) == reproducible_part(two)
+    assert [r["params_lag"] for r in one] == [0.0, 1.0, 2.0, 3.0, 4.0, 4.0, 4.0, 4.0]
+    for u in batches:
+        for name in ("obs", "action", "first", "behaviour_dist_params"):
+            np.testing.assert_array_equal(getattr(batches[u], name),
+                                          getattr(two_batches[u], name), err_msg=name)
+        np.testing.assert_array_equal(batches[u].core_state.h, two_batches[u].core_state.h)
 
 
 @needs_3

@@ -3,6 +3,7 @@ data, seeds, Atari smoke runs, failures and thread hygiene."""
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import jax
@@ -86,6 +87,30 @@ def _short_time_limit(monkeypatch):
     make = sebulba_trainer.make_host_env
     monkeypatch.setattr(sebulba_trainer, "make_host_env", lambda *a, **kw: make(
         *a, max_episode_steps=TIME_LIMIT, **kw))
+
+
+def _lags(updates: int, lag: int, start: int = 0) -> list[float]:
+    """``params_lag`` of rollouts ``start .. updates - 1``: rollout ``r`` uses version
+    ``max(r - lag, start)``."""
+    return [float(r - max(r - lag, start)) for r in range(start, updates)]
+
+
+@needs_4
+@pytest.mark.parametrize("lag", [4, pytest.param(8, marks=pytest.mark.slow)])
+def test_policy_lag_identical_under_jitter_and_threads(lag, tmp_path, monkeypatch):
+    """policy_lag over the cleanba pipeline, ``lag + 4`` updates (rollouts past the lag act
+    with later params): 2 actor threads with 25 ms of jitter log the metrics of 1 thread
+    without, and ``params_lag`` is the rule's."""
+    _short_time_limit(monkeypatch)
+    updates = lag + 4
+    small = functools.partial(_small, "cleanba", policy_lag=lag,
+                              total_env_steps=12 * 16 * updates)
+    train(small(1), str(tmp_path / "plain"))
+    train(small(2, jitter=25), str(tmp_path / "jitter"))
+    plain, jittered = read_metrics(tmp_path / "plain"), read_metrics(tmp_path / "jitter")
+    assert len(plain) == updates
+    assert reproducible_part(plain) == reproducible_part(jittered)
+    assert [r["params_lag"] for r in plain] == _lags(updates, lag)
 
 
 @needs_4
@@ -200,6 +225,7 @@ def test_nan_rewards_fail_the_run():
     ("--config.num_envs=25", "num_envs"),
     ("--config.env_id=CartPole-v9", "env_id"),
     ("--config.num_actor_threads=0", "num_actor_threads"),
+    ("--config.policy_lag=9", "policy_lag"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("sebulba.main", ["--config=configs/cartpole_ppo_sebulba.py", override,
@@ -207,6 +233,11 @@ def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = config_error_lines(proc.stderr)
     assert len(lines) == 1 and f"config error: {field}:" in lines[0], proc.stderr
+
+
+def test_prepare_rejects_a_lag_on_the_async_pipeline():
+    with pytest.raises(ConfigError, match="^policy_lag: the async pipeline has no fixed lag"):
+        _small("async", 1, policy_lag=2)
 
 
 def test_prepare_rejects_envs_that_do_not_split():
@@ -238,15 +269,18 @@ def test_async_pipeline_runs_with_bounded_lag():
 
 
 @needs_4
-def test_resume_from_checkpoint_continues(tmp_path):
+@pytest.mark.parametrize("lag", [-1, 4], ids=["cleanba", "lag4"])
+def test_resume_from_checkpoint_continues(lag, tmp_path):
     """Resumed at update 3 (learner state restored, envs re-seeded from (seed, update)): the
     run finishes its budget, keeps the lines up to the checkpoint and replaces the rest;
     two resumes from one checkpoint agree. With both normalisations: their statistics are
-    in the params (checkpointed, restored, handed to the actors with them)."""
+    in the params (checkpointed, restored, handed to the actors with them). The resume rule
+    of a lag: the resumed rollouts 3 .. 3 + lag use the restored params (the versions in
+    flight are not checkpointed)."""
     import shutil
 
     config = _small("cleanba", 2, checkpoint_every=3, normalize_obs=True,
-                    normalize_reward=True)
+                    normalize_reward=True, policy_lag=lag)
     train(config, str(tmp_path / "run"))
     original = reproducible_part(read_metrics(tmp_path / "run"))
     for step in checkpoint_steps(tmp_path / "run"):
@@ -259,3 +293,6 @@ def test_resume_from_checkpoint_continues(tmp_path):
     assert [r["update"] for r in resumed] == [1, 2, 3, 4, 5, 6]
     assert resumed[:3] == original[:3]
     assert resumed == reproducible_part(read_metrics(tmp_path / "again"))
+    lag = 1 if lag < 0 else lag
+    assert [r["params_lag"] for r in read_metrics(tmp_path / "run")] == (
+        _lags(3, lag) + _lags(6, lag, start=3))
