@@ -98,7 +98,8 @@ def agent(algorithm):
                                    num_updates=50, steps_per_update=2,
                                    **OPTIMIZER_CONSTANTS)
         hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
-                 vf_coef=0.5, ent_coef=0.01)
+                 vf_coef=0.5, ent_coef=0.01, clip_rho=1.0, staleness_correction="none",
+                 decoupled_max_weight=1.0, filter_threshold=0.2)
         kind = SAMPLES if algorithm == "ppo" else SEQUENCES
         kw = dict(num_epochs=2, num_minibatches=2, minibatch=kind)
     else:

@@ -99,6 +99,15 @@ BAD = [
          "'envs'"),
     _row("sebulba", "minibatch_kind", "samples", "must be one of auto, sequences for impala, got "
          "'samples'", also={"algorithm": "impala"}),
+    _row("anakin", "staleness_correction", "retrace", "must be one of none, decoupled, vtrace, "
+         "lr_scale, filter, got 'retrace'"),
+    _row("sebulba", "staleness_correction", "decoupled", "impala takes none or lr_scale (the "
+         "others read a proximal-policy pass it does not run), got 'decoupled'",
+         also={"algorithm": "impala"}),
+    _row("anakin", "staleness_correction", "filter", "impala takes none or lr_scale",
+         also={"algorithm": "impala"}),
+    _row("anakin", "decoupled_max_weight", 0.0, "must be > 0, got 0.0"),
+    _row("sebulba", "filter_threshold", -0.1, "must be > 0, got -0.1"),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
     _row("anakin", "network", "nature_cnn", "nature_cnn needs uint8 [C, H, W] frames; "
