@@ -64,7 +64,9 @@ def proximal_pass(params: Params, apply_fn: ApplyFn,
                   traj: Trajectory) -> tuple[Array, Array, Array, Array]:
     """The proximal policy (``params``, the update's start) over a whole rollout:
     ``(value_tm1 [T, B], bootstrap_value [B], log pi_prox(a) [T, B], log mu(a) [T, B])``;
-    a recurrent agent's from one unroll of each sequence from its ``core_state``."""
+    a recurrent agent's from one unroll of each sequence from its ``core_state``; a
+    feed-forward one's values are the trajectory's ``behaviour_value`` where it carries
+    them (they are the values of ``params``, see ``PPO.prepare``)."""
     t, b = traj.reward.shape
     if traj.core_state is not None:
         obs_all, first_all = losses.with_bootstrap(traj)
@@ -79,7 +81,10 @@ def proximal_pass(params: Params, apply_fn: ApplyFn,
         params, apply_fn, flat(traj.obs), flat(traj.action), flat(traj.behaviour_dist_params))
     bootstrap_value = values_in_chunks(params, apply_fn, traj.bootstrap_obs)
     shape = lambda x: x.reshape((t, b))  # noqa: E731
-    return shape(value), bootstrap_value, shape(log_pa), shape(mu_log_pa)
+    # The rollout's own values where it ran these params (lag 0), as ``PPO.prepare`` uses
+    # them: the correction then changes the values nothing.
+    value_tm1 = shape(value) if traj.behaviour_value is None else traj.behaviour_value
+    return value_tm1, bootstrap_value, shape(log_pa), shape(mu_log_pa)
 
 
 @dataclasses.dataclass(frozen=True)

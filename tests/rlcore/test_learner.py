@@ -92,6 +92,16 @@ def test_recurrent_four_devices_match_one_device(multidevice_recurrent, algorith
     _assert_runs_match(multidevice_recurrent, algorithm, run)
 
 
+@pytest.mark.parametrize("run", ["four", "one_micro", "four_micro"])
+def test_decoupled_correction_four_devices_and_micro_batches_match_one_device(multidevice,
+                                                                              run):
+    """PPO with the staleness correction ``decoupled`` on stale behaviour logits (the
+    proximal pass per device, truncated weights, ``stale/*`` metrics averaged over devices):
+    sharded over 4 devices and micro-batched, the params and metrics of one device."""
+    assert any("/stale/weight_mean/" in k for k in multidevice if k.startswith("ppo_decoupled"))
+    _assert_runs_match(multidevice, "ppo_decoupled", run)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])
 @pytest.mark.parametrize("run", ["one_micro", "four_micro"])
 def test_micro_batched_gradients_match_one_pass(multidevice, algorithm, run):

@@ -233,6 +233,14 @@ def test_prepare_at_lag_0_gives_gae_batches_and_on_policy_statistics():
             np.testing.assert_array_equal(batch.sample_weight, 1.0)
     decoupled = _ppo("decoupled").prepare(params, net.apply, traj)
     np.testing.assert_array_equal(decoupled.stale_stats["truncated_frac"], 0.0)
+    # The rollout's own values (Anakin, lag 0) are used as plain PPO uses them: bit for bit.
+    carried = traj.replace(behaviour_value=plain.old_value + 0.5)
+    want = _ppo().prepare(params, net.apply, carried)
+    for correction in staleness.PROXIMAL:
+        batch = _ppo(correction).prepare(params, net.apply, carried)
+        np.testing.assert_array_equal(batch.old_value, want.old_value)
+        if correction != staleness.VTRACE:
+            np.testing.assert_array_equal(batch.advantages, want.advantages)
 
 
 def _update(algorithm, net, params, traj, microbatches=1):

@@ -275,8 +275,10 @@ def test_choices_come_from_the_registries(monkeypatch, registry, field, new_name
     with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*, got '{new_name}'"):
         validate(config, anakin_train.MODE, COUNTS)
 
-    # An algorithm states its minibatch kinds (validation reads them); the others are names.
-    entry = type(new_name, (), {"minibatch_kinds": ("sequences",)})
+    # An algorithm states its minibatch kinds and staleness corrections (validation reads
+    # them); the others are names.
+    entry = type(new_name, (), {"minibatch_kinds": ("sequences",),
+                                "staleness_corrections": ("none",)})
     monkeypatch.setitem(registry, new_name, entry if field == "algorithm" else object())
     validate(config, anakin_train.MODE, COUNTS)  # now a choice
 
