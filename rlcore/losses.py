@@ -184,6 +184,18 @@ def normalize(x: Array, axis_name: str | None = None, eps: float = 1e-8) -> Arra
     return (x - mean) / (jnp.sqrt(var) + eps)
 
 
+def _clipped_surrogate(log_pa: Array, ratio: Array, adv: Array, batch: PPOBatch,
+                       clip_eps: Scalar) -> tuple[Array, Array]:
+    """``(-mean(w * min(r A, clip(r, 1 - eps, 1 + eps) A)), r)``, all ``[T, b]`` but the
+    mean: ``r`` is ``ratio`` (``pi/mu``), or ``pi/pi_prox`` where the batch has
+    ``prox_log_prob``; ``w`` its ``sample_weight``, or 1."""
+    r = ratio if batch.prox_log_prob is None else jnp.exp(log_pa - batch.prox_log_prob)
+    surrogate = jnp.minimum(r * adv, jnp.clip(r, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
+    if batch.sample_weight is not None:
+        surrogate = batch.sample_weight * surrogate
+    return -jnp.mean(surrogate), r
+
+
 def ppo_loss(
     params: Params,
     apply_fn: ApplyFn,
@@ -204,11 +216,9 @@ def ppo_loss(
     ``old_value +- clip_eps``. With ``norm_adv`` advantages are standardised over the whole
     minibatch, across ``axis_name`` devices when given.
 
-    Staleness corrections (``rlcore.staleness``) read the batch: with ``prox_log_prob`` the
-    clipped ratio is ``r = pi(a|s) / pi_prox(a|s)`` (the decoupled objective of Hilton et al.
-    2021, arXiv 2110.00641); with ``sample_weight`` ``w`` the policy term is
-    ``-mean(w * min(r A, clip(r) A))``; ``approx_kl`` stays between behaviour and current
-    policy, ``clip_frac`` counts the clipped ratio ``r``.
+    Staleness corrections (``rlcore.staleness``) change the policy term through the batch
+    (``_clipped_surrogate``); ``approx_kl`` stays between behaviour and current policy,
+    ``clip_frac`` counts the ratio that is clipped.
 
     Args:
       params: network parameters.
@@ -233,14 +243,8 @@ def ppo_loss(
     log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_dist_params, batch.action)
     log_ratio = log_pa - old_log_pa
     ratio = jnp.exp(log_ratio)
-    # The ratio the surrogate clips: against the behaviour policy, or the proximal one.
-    r = ratio if batch.prox_log_prob is None else jnp.exp(log_pa - batch.prox_log_prob)
-
     adv = normalize(batch.advantages, axis_name) if norm_adv else batch.advantages
-    surrogate = jnp.minimum(r * adv, jnp.clip(r, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
-    if batch.sample_weight is not None:
-        surrogate = batch.sample_weight * surrogate
-    policy = -jnp.mean(surrogate)
+    policy, r = _clipped_surrogate(log_pa, ratio, adv, batch, clip_eps)
 
     value_err = jnp.square(value - batch.targets)
     if clip_vloss:
@@ -250,8 +254,7 @@ def ppo_loss(
         policy, 0.5 * jnp.mean(value_err), jnp.mean(entropy), vf_coef=vf_coef,
         ent_coef=ent_coef, approx_kl=jnp.mean((ratio - 1.0) - log_ratio),
         clip_frac=jnp.mean((jnp.abs(r - 1.0) > clip_eps).astype(jnp.float32)),
-        staleness=None if batch.stale_stats is None else jax.tree.map(jnp.mean,
-                                                                      batch.stale_stats),
+        staleness=jax.tree.map(jnp.mean, batch.stale_stats),  # None stays None
     )
 
 
