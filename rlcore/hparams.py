@@ -30,7 +30,8 @@ class HParams:
     ``rlcore.optim.OPTIMIZERS``), ``minibatch_kind`` (``rlcore.algorithms.base.minibatch_kind``
     resolves ``"auto"``), ``recurrent`` (``"none"``: feed-forward; a recurrent agent's
     minibatches are whole sequences), the flags, epochs and minibatches, and the resolved
-    ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``).
+    ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``), and the
+    staleness correction (``rlcore.staleness``) with its two constants.
     """
 
     learning_rate: float
@@ -57,6 +58,9 @@ class HParams:
     update_unroll: int = struct.field(pytree_node=False)
     microbatches: int = struct.field(pytree_node=False)
     recurrent: str = struct.field(pytree_node=False)
+    staleness_correction: str = struct.field(pytree_node=False)
+    decoupled_max_weight: float = struct.field(pytree_node=False)
+    filter_threshold: float = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``:

@@ -49,6 +49,13 @@ class PPOBatch:
       core_state: recurrent agents: CoreState ``[b, H]`` before step 0 (see
         ``Trajectory``); None for feed-forward agents.
       first: recurrent agents: ``[T, b]`` bool episode starts; None for feed-forward agents.
+      prox_log_prob: staleness correction ``decoupled``: ``[T, b]`` ``log pi_prox(a)``, the
+        proximal policy's (the params at the update's start), which the ratio is clipped
+        against; None: the ratio is against the behaviour policy.
+      sample_weight: ``[T, b]`` per-sample weights of the policy term (``decoupled``: the
+        truncated importance weight; ``filter``: the 0/1 mask), constants; None: 1.
+      stale_stats: per-sample ``[T, b]`` values whose minibatch means the loss reports as
+        ``LossMetrics.staleness`` (``rlcore.staleness``); None without a correction.
     """
 
     obs: jax.Array
@@ -59,6 +66,9 @@ class PPOBatch:
     targets: jax.Array
     core_state: CoreState | None = None
     first: jax.Array | None = None
+    prox_log_prob: jax.Array | None = None
+    sample_weight: jax.Array | None = None
+    stale_stats: dict[str, jax.Array] | None = None
 
     def take_envs(self, idx: Array) -> "PPOBatch":
         """The envs ``idx [b]``: leaves ``[T, b, ...]``, ``core_state`` ``[b, H]``."""
@@ -90,6 +100,8 @@ class LossMetrics:
       approx_kl: ``mean((ratio - 1) - log ratio)`` between behaviour and current policy.
       clip_frac: PPO: fraction of ratios outside ``1 +- clip_eps``; IMPALA: fraction of
         importance weights clipped at ``clip_rho`` by more than ``CLIP_TOL`` (relative).
+      staleness: a staleness correction's scalars by name (``PPOBatch.stale_stats``), logged
+        as ``stale/<name>``; None without one (no key is logged).
     """
 
     total: jax.Array
@@ -98,20 +110,23 @@ class LossMetrics:
     entropy: jax.Array
     approx_kl: jax.Array
     clip_frac: jax.Array
+    staleness: dict[str, jax.Array] | None = None
 
     def scalars(self) -> dict[str, float]:
-        """``{"loss/<name>": float}`` of host (scalar) values, for metrics.jsonl."""
-        return {f"loss/{k}": float(v) for k, v in vars(self).items()}
+        """``{"loss/<name>": float, "stale/<name>": float}`` of host (scalar) values, for
+        metrics.jsonl."""
+        out = {f"loss/{k}": float(v) for k, v in vars(self).items() if k != "staleness"}
+        return out | {f"stale/{k}": float(v) for k, v in (self.staleness or {}).items()}
 
     @classmethod
     def combine(cls, policy: Array, value: Array, entropy: Array, *, vf_coef: Scalar,
-                ent_coef: Scalar, approx_kl: Array,
-                clip_frac: Array) -> tuple[Array, "LossMetrics"]:
+                ent_coef: Scalar, approx_kl: Array, clip_frac: Array,
+                staleness: dict[str, Array] | None = None) -> tuple[Array, "LossMetrics"]:
         """``(total, LossMetrics)`` with ``total = policy + vf_coef * value - ent_coef *
         entropy``, the actor-critic loss both algorithms differentiate."""
         total = policy + vf_coef * value - ent_coef * entropy
         return total, cls(total=total, policy=policy, value=value, entropy=entropy,
-                          approx_kl=approx_kl, clip_frac=clip_frac)
+                          approx_kl=approx_kl, clip_frac=clip_frac, staleness=staleness)
 
 
 def _apply_time_major(params: Params, apply_fn: ApplyFn, obs: Array,
@@ -169,6 +184,18 @@ def normalize(x: Array, axis_name: str | None = None, eps: float = 1e-8) -> Arra
     return (x - mean) / (jnp.sqrt(var) + eps)
 
 
+def _clipped_surrogate(log_pa: Array, ratio: Array, adv: Array, batch: PPOBatch,
+                       clip_eps: Scalar) -> tuple[Array, Array]:
+    """``(-mean(w * min(r A, clip(r, 1 - eps, 1 + eps) A)), r)``, all ``[T, b]`` but the
+    mean: ``r`` is ``ratio`` (``pi/mu``), or ``pi/pi_prox`` where the batch has
+    ``prox_log_prob``; ``w`` its ``sample_weight``, or 1."""
+    r = ratio if batch.prox_log_prob is None else jnp.exp(log_pa - batch.prox_log_prob)
+    surrogate = jnp.minimum(r * adv, jnp.clip(r, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
+    if batch.sample_weight is not None:
+        surrogate = batch.sample_weight * surrogate
+    return -jnp.mean(surrogate), r
+
+
 def ppo_loss(
     params: Params,
     apply_fn: ApplyFn,
@@ -188,6 +215,10 @@ def ppo_loss(
     term is the larger of the plain and the clipped error, ``V`` clipped to
     ``old_value +- clip_eps``. With ``norm_adv`` advantages are standardised over the whole
     minibatch, across ``axis_name`` devices when given.
+
+    Staleness corrections (``rlcore.staleness``) change the policy term through the batch
+    (``_clipped_surrogate``); ``approx_kl`` stays between behaviour and current policy,
+    ``clip_frac`` counts the ratio that is clipped.
 
     Args:
       params: network parameters.
@@ -212,10 +243,8 @@ def ppo_loss(
     log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_dist_params, batch.action)
     log_ratio = log_pa - old_log_pa
     ratio = jnp.exp(log_ratio)
-
     adv = normalize(batch.advantages, axis_name) if norm_adv else batch.advantages
-    surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
-    policy = -jnp.mean(surrogate)
+    policy, r = _clipped_surrogate(log_pa, ratio, adv, batch, clip_eps)
 
     value_err = jnp.square(value - batch.targets)
     if clip_vloss:
@@ -224,7 +253,8 @@ def ppo_loss(
     return LossMetrics.combine(
         policy, 0.5 * jnp.mean(value_err), jnp.mean(entropy), vf_coef=vf_coef,
         ent_coef=ent_coef, approx_kl=jnp.mean((ratio - 1.0) - log_ratio),
-        clip_frac=jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)),
+        clip_frac=jnp.mean((jnp.abs(r - 1.0) > clip_eps).astype(jnp.float32)),
+        staleness=jax.tree.map(jnp.mean, batch.stale_stats),  # None stays None
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import optax
 
 from rlcore.hparams import HParams, gradient_steps
+from rlcore.staleness import LR_SCALE, lag_scaled_learning_rate
 from rlcore.types import Scalar
 
 
@@ -98,10 +99,17 @@ def make_optimizer(
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
-def optimizer_for(hp: HParams, num_updates: int) -> optax.GradientTransformation:
-    """The optimizer of ``hp`` over a run of ``num_updates`` updates (for annealing)."""
+def optimizer_for(hp: HParams, num_updates: int,
+                  policy_lag: int = 0) -> optax.GradientTransformation:
+    """The optimizer of ``hp`` over a run of ``num_updates`` updates (for annealing); under
+    the staleness correction ``lr_scale`` its learning rate is
+    ``rlcore.staleness.lag_scaled_learning_rate`` of the rollouts' ``policy_lag`` (updates
+    between the acting params and the learner's; the trainer that knows it passes it)."""
+    learning_rate = hp.learning_rate
+    if hp.staleness_correction == LR_SCALE:
+        learning_rate = lag_scaled_learning_rate(learning_rate, policy_lag)
     return make_optimizer(
-        hp.optimizer, hp.learning_rate, max_grad_norm=hp.max_grad_norm,
+        hp.optimizer, learning_rate, max_grad_norm=hp.max_grad_norm,
         num_updates=num_updates, steps_per_update=gradient_steps(hp.num_epochs, hp.num_minibatches),
         anneal_lr=hp.anneal_lr, adam_eps=hp.adam_eps,
         rmsprop_decay=hp.rmsprop_decay, rmsprop_eps=hp.rmsprop_eps,

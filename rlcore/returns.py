@@ -168,6 +168,19 @@ def vtrace(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
     Returns:
       VTraceOutput of ``[T, B]`` arrays. Gradients are not stopped: callers do that.
     """
+    targets, q_advantages = _vtrace_targets(value_tm1, value_t, reward_t, discount_t, log_rhos,
+                                            lambda_, clip_rho, cut)
+    pg_rhos = jnp.minimum(clip_pg_rho, jnp.exp(log_rhos))
+    pg_advantages = pg_rhos * q_advantages
+    return VTraceOutput(errors=targets - value_tm1, pg_advantages=pg_advantages, targets=targets)
+
+
+def _vtrace_targets(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
+                    log_rhos: Array, lambda_: Scalar, clip_rho: Scalar,
+                    cut: Array | None) -> tuple[Array, Array]:
+    """``(vs, r + discount * vs_{t+1} - value_tm1)``, both ``[T, B]``: the V-trace targets
+    and the advantage of the action taken without an importance weight (``vtrace``'s
+    arguments and rules)."""
     chex.assert_rank([value_tm1, value_t, reward_t, discount_t, log_rhos], 2)
     chex.assert_equal_shape([value_tm1, value_t, reward_t, discount_t, log_rhos])
     lambdas = _broadcast_lambda(lambda_, reward_t)
@@ -179,6 +192,29 @@ def vtrace(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
     targets = value_tm1 + acc
     acc_tp1 = jnp.concatenate([acc[1:], jnp.zeros_like(acc[:1])], axis=0)
     vs_tp1 = value_t + (acc_tp1 if cut is None else jnp.where(cut, 0.0, acc_tp1))
-    pg_rhos = jnp.minimum(clip_pg_rho, rhos)
-    pg_advantages = pg_rhos * (reward_t + discount_t * vs_tp1 - value_tm1)
-    return VTraceOutput(errors=targets - value_tm1, pg_advantages=pg_advantages, targets=targets)
+    return targets, reward_t + discount_t * vs_tp1 - value_tm1
+
+
+def vtrace_advantages(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
+                      log_rhos: Array, lambda_: Scalar = 1.0, clip_rho: Scalar = 1.0,
+                      cut: Array | None = None) -> tuple[Array, Array]:
+    """V-trace advantages and targets for a ratio-weighted surrogate (PPO's), against the
+    policy of ``log_rhos`` (the staleness correction ``vtrace``, ``rlcore.staleness``).
+
+    ``advantages_t = r_t + discount_t * vs_{t+1} - value_tm1`` (``vs_{t+1}`` as ``vtrace``
+    uses it, ``value_t`` at a cut): IMPALA's policy-gradient advantage without its factor
+    ``min(clip_pg_rho, pi/mu)``, which PPO's ratio ``pi/mu`` takes the place of;
+    ``targets = vs``. With ``log_rhos = 0`` (equal policies) and ``clip_rho >= 1`` the
+    targets are GAE's (the lambda-returns) and the advantages ``r_t + discount_t * G_{t+1}
+    - V(x_t)``, ``G`` the lambda-return: GAE's advantages where ``lambda_ = 1``.
+
+    Args:
+      value_tm1, value_t, reward_t, discount_t, log_rhos, lambda_, clip_rho, cut: as
+        ``vtrace``, all ``[T, B]`` but the scalars.
+
+    Returns:
+      ``(advantages, targets)``, both ``[T, B]``; gradients are not stopped.
+    """
+    targets, advantages = _vtrace_targets(value_tm1, value_t, reward_t, discount_t, log_rhos,
+                                          lambda_, clip_rho, cut)
+    return advantages, targets

@@ -50,8 +50,11 @@ class Learner:
 
 
 def learner(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_updates: int,
-            values: Mapping[str, Any] | None = None) -> Learner:
-    """The ``Learner`` of a run of ``num_updates`` updates (``values``: see ``hparams``)."""
+            values: Mapping[str, Any] | None = None, policy_lag: int = 0) -> Learner:
+    """The ``Learner`` of a run of ``num_updates`` updates (``values``: see ``hparams``);
+    ``policy_lag``: updates between the params that act and the learner's (what the
+    staleness correction ``lr_scale`` scales the learning rate by, ``rlcore.optim.
+    optimizer_for``; 0, the default, leaves it as it is)."""
     hp = hparams(config, spec, mode, num_shards, values)
     return Learner(network=network(config, spec), hparams=hp,
-                   optimizer=optimizer_for(hp, num_updates))
+                   optimizer=optimizer_for(hp, num_updates, policy_lag))

@@ -25,6 +25,7 @@ from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE
+from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
 from runtime.fields import (
     BY_NAME,
@@ -339,6 +340,7 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
             f"{shown(config.minibatch_kind)}")
+    _validate_staleness(config)
     _validate_wandb_installed(config)
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     sizes = derive(config, num_shards)
@@ -357,6 +359,16 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(sizes.num_updates <= MAX_INT32, "total_env_steps",
             f"{shown(config.total_env_steps)} env steps make {shown(sizes.num_updates)} "
             "updates; at most 2**31 - 1 (the int32 update counter)")
+
+
+def _validate_staleness(config) -> None:
+    """``staleness_correction``: one of ``rlcore.staleness.CORRECTIONS`` that the algorithm
+    implements (its ``staleness_corrections``)."""
+    choice(config, "staleness_correction", CORRECTIONS)
+    takes = ALGORITHMS[config.algorithm].staleness_corrections
+    require(config.staleness_correction in takes, "staleness_correction",
+            f"{config.algorithm} takes {' or '.join(takes)} (the others read a proximal-policy "
+            f"pass it does not run), got {shown(config.staleness_correction)}")
 
 
 def check_fields_of(config, checked_in: str) -> None:

@@ -286,10 +286,25 @@ FIELDS: tuple[Field, ...] = (
         F("vf_coef", 0.5, "Value-loss coefficient.", **SWEEP_NUMBER),
         F("ent_coef", 0.01, "Entropy bonus.", **SWEEP_NUMBER),
         F("vtrace_lambda", 1.0, "IMPALA's V-trace lambda.", UNIT, sweepable=True),
-        F("clip_rho", 1.0, "IMPALA's importance-weight clip of the value targets.",
+        F("clip_rho", 1.0, "V-trace's importance-weight clip of the value targets (IMPALA; "
+          "PPO with staleness_correction=vtrace).",
           **SWEEP_NUMBER),
         F("clip_pg_rho", 1.0, "IMPALA's importance-weight clip of the policy gradient.",
           **SWEEP_NUMBER),
+        F("staleness_correction", "none", "A correction for rollouts collected by params "
+          "older than the learner's (docs/algorithms.md, \"Corrections for stale rollouts\"): "
+          "decoupled (PPO's ratio clipped against the update's starting params, a truncated "
+          "importance weight), vtrace (PPO's advantages from V-trace), lr_scale (learning "
+          "rate / (1 + policy lag)), filter (samples far from the behaviour policy dropped "
+          "from PPO's policy term); impala takes none and lr_scale.",
+          Checked("one of none, decoupled, vtrace, lr_scale, filter (impala: none, "
+                  "lr_scale)")),
+        F("decoupled_max_weight", 1.0, "staleness_correction=decoupled: truncation of the "
+          "importance weight pi_prox / pi_behaviour.",
+          Number(above_zero="must be > 0, got {value}")),
+        F("filter_threshold", 0.2, "staleness_correction=filter: a sample is dropped where "
+          "|pi_prox / pi_behaviour - 1| exceeds this (0.2: PPO's default clip range).",
+          Number(above_zero="must be > 0, got {value}")),
         F("bootstrap_time_limits", True, "A time-limit cut's value target bootstraps on the "
           "value of the episode's final observation (false: on the cut step's own value).",
           Flag()),

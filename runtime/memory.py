@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlcore import staleness
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.distributions import distribution_for
 from rlcore.errors import ConfigError
@@ -166,8 +167,11 @@ def step_bytes(spec: EnvSpec, *, with_value: bool, prepared: int = 0) -> int:
 def optional_step_bytes(config) -> int:
     """Bytes per env step of the trajectory's optional float32 fields: the value of a
     truncated episode's final observation (``bootstrap_time_limits``) and the discounted
-    return (``normalize_reward``)."""
-    return 4 * bool(config.bootstrap_time_limits) + 4 * bool(config.normalize_reward)
+    return (``normalize_reward``); and what a staleness correction's proximal pass adds to
+    the prepared batch (``rlcore.staleness.PROXIMAL_STEP_BYTES``)."""
+    proximal = config.staleness_correction in staleness.PROXIMAL
+    return (4 * bool(config.bootstrap_time_limits) + 4 * bool(config.normalize_reward)
+            + staleness.PROXIMAL_STEP_BYTES * proximal)
 
 
 @functools.lru_cache(maxsize=64)
@@ -352,8 +356,10 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
         minibatch += (agents * (unrolled_steps(config, unroll) - live) * samples
                       * (o + 4 * int(np.prod(spec.obs_shape))))
     # A recurrent agent's values come from an unroll of the learner's params over the whole
-    # rollout (the rollout's own values are not used; the unroll is not chunked).
-    value = algorithm.value_pass(t, b, with_value and config.recurrent == NO_CORE)
+    # rollout (the rollout's own values are not used; the unroll is not chunked); so do those
+    # of a staleness correction's proximal pass.
+    value = algorithm.value_pass(t, b, with_value and config.recurrent == NO_CORE
+                                 and config.staleness_correction not in staleness.PROXIMAL)
     value_pass = agents * (value.copied_obs * o
                            + int(FORWARD_FACTOR * value.forward_samples * sizes.largest_per_sample))
     # params and gradients (and the gradient accumulator of micro-batches), optimizer state,

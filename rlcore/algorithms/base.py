@@ -74,6 +74,9 @@ class Algorithm(Protocol):
     minibatch_kinds: ClassVar[tuple[str, ...]]
     # ``MEAN`` or ``SUM``: how ``loss`` reduces over the minibatch's elements.
     loss_reduction: ClassVar[str]
+    # The staleness corrections it implements (of ``rlcore.staleness.CORRECTIONS``; the
+    # config field ``staleness_correction``).
+    staleness_corrections: ClassVar[tuple[str, ...]]
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from rlcore import losses
+from rlcore import losses, staleness
 from rlcore.algorithms.base import SEQUENCES, SUM, FromHParams, ValuePass
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
@@ -37,6 +37,9 @@ class Impala(FromHParams):
     # V-trace runs backwards along each whole sequence.
     minibatch_kinds: ClassVar[tuple[str, ...]] = (SEQUENCES,)
     loss_reduction: ClassVar[str] = SUM  # over the global minibatch, see ``losses.impala_loss``
+    # Its V-trace already corrects for the behaviour policy, with the current params, per
+    # minibatch: no proximal pass for ``decoupled``, ``vtrace`` or ``filter`` to read.
+    staleness_corrections: ClassVar[tuple[str, ...]] = staleness.ALGORITHM_FREE
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:

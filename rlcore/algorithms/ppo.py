@@ -11,6 +11,11 @@ parameters).
 A recurrent agent's values come from one unroll of the core over each whole sequence
 (``obs`` and ``bootstrap_obs``) from the trajectory's ``core_state``, the same unroll the
 loss runs; its minibatches are whole sequences (``SEQUENCES``; validation refuses samples).
+
+A staleness correction that needs the proximal policy (``rlcore.staleness.PROXIMAL``) runs
+the learner's params over the whole rollout in that same pass (never the rollout's own
+values): the values, and the proximal log-probabilities of the actions taken, which the
+correction turns into the loss's per-sample inputs (``PPO.corrected``).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 
-from rlcore import losses, returns
+from rlcore import losses, returns, staleness
 from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, FromHParams, ValuePass
 from rlcore.networks import unroll_network
 from rlcore.types import ApplyFn, Array, Params, Trajectory
@@ -40,6 +46,47 @@ def values_in_chunks(params: Params, apply_fn: ApplyFn, obs: Array) -> Array:
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
 
 
+def log_probs_in_chunks(params: Params, apply_fn: ApplyFn, obs: Array, action: Array,
+                        behaviour_dist_params: Array) -> tuple[Array, Array, Array]:
+    """``(log pi(a), log mu(a), value)``, each ``[N]``, of ``obs [N, ...]`` and ``action
+    [N, ...]`` in static chunks of ``VALUE_CHUNK`` (as ``values_in_chunks``): ``pi`` the
+    policy of ``params``, ``mu`` the one of ``behaviour_dist_params [N, P]``, same family."""
+    parts = []
+    for i in range(0, obs.shape[0], VALUE_CHUNK):
+        dist, value = apply_fn(params, obs[i:i + VALUE_CHUNK])
+        a = action[i:i + VALUE_CHUNK]
+        mu = type(dist).from_params(behaviour_dist_params[i:i + VALUE_CHUNK])
+        parts.append((dist.log_prob(a), mu.log_prob(a), value))
+    return tuple(jnp.concatenate(xs) for xs in zip(*parts))  # type: ignore[return-value]
+
+
+def proximal_pass(params: Params, apply_fn: ApplyFn,
+                  traj: Trajectory) -> tuple[Array, Array, Array, Array]:
+    """The proximal policy (``params``, the update's start) over a whole rollout:
+    ``(value_tm1 [T, B], bootstrap_value [B], log pi_prox(a) [T, B], log mu(a) [T, B])``;
+    a recurrent agent's from one unroll of each sequence from its ``core_state``; a
+    feed-forward one's values are the trajectory's ``behaviour_value`` where it carries
+    them (they are the values of ``params``, see ``PPO.prepare``)."""
+    t, b = traj.reward.shape
+    if traj.core_state is not None:
+        obs_all, first_all = losses.with_bootstrap(traj)
+        dist_all, value_all = unroll_network(apply_fn, params, obs_all, traj.core_state,
+                                             first_all)
+        dist = jax.tree.map(lambda x: x[:t], dist_all)
+        mu = type(dist).from_params(traj.behaviour_dist_params)
+        return (value_all[:t], value_all[t], dist.log_prob(traj.action),
+                mu.log_prob(traj.action))
+    flat = lambda x: x.reshape((t * b,) + x.shape[2:])  # noqa: E731
+    log_pa, mu_log_pa, value = log_probs_in_chunks(
+        params, apply_fn, flat(traj.obs), flat(traj.action), flat(traj.behaviour_dist_params))
+    bootstrap_value = values_in_chunks(params, apply_fn, traj.bootstrap_obs)
+    shape = lambda x: x.reshape((t, b))  # noqa: E731
+    # The rollout's own values where it ran these params (lag 0), as ``PPO.prepare`` uses
+    # them: the correction then changes the values nothing.
+    value_tm1 = shape(value) if traj.behaviour_value is None else traj.behaviour_value
+    return value_tm1, bootstrap_value, shape(log_pa), shape(mu_log_pa)
+
+
 @dataclasses.dataclass(frozen=True)
 class PPO(FromHParams):
     """PPO hyperparameters (``HParams`` fields of the same names; no defaults: configs/base.py
@@ -53,6 +100,10 @@ class PPO(FromHParams):
       norm_adv: per-minibatch advantage normalisation (across devices).
       vf_coef: value-loss coefficient.
       ent_coef: entropy coefficient.
+      clip_rho: V-trace's importance-weight clip of the targets (correction ``vtrace``).
+      staleness_correction: one of ``rlcore.staleness.CORRECTIONS``.
+      decoupled_max_weight: truncation of the importance weight (correction ``decoupled``).
+      filter_threshold: bound on ``|pi_prox / mu - 1|`` (correction ``filter``).
     """
 
     gamma: float
@@ -62,6 +113,10 @@ class PPO(FromHParams):
     norm_adv: bool
     vf_coef: float
     ent_coef: float
+    clip_rho: float
+    staleness_correction: str
+    decoupled_max_weight: float
+    filter_threshold: float
 
     # old value, advantages and targets: float32 each
     prepared_step_bytes: ClassVar[int] = 12
@@ -70,6 +125,7 @@ class PPO(FromHParams):
     # request (``minibatch_kind="sequences"``; docs/design.md, "One update loop").
     minibatch_kinds: ClassVar[tuple[str, ...]] = (SAMPLES, SEQUENCES)
     loss_reduction: ClassVar[str] = MEAN
+    staleness_corrections: ClassVar[tuple[str, ...]] = staleness.CORRECTIONS
 
     @classmethod
     def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
@@ -83,10 +139,11 @@ class PPO(FromHParams):
 
     def prepare(self, params: Params, apply_fn: ApplyFn,
                 trajectory: Trajectory) -> losses.PPOBatch:
-        """Values under ``params``, GAE advantages and targets of a whole rollout.
+        """Values under ``params``, advantages and targets of a whole rollout (GAE, or V-trace
+        under the correction ``vtrace``), and a staleness correction's per-sample inputs.
 
         Args:
-          params: the learner's params at the start of the update.
+          params: the learner's params at the start of the update (the proximal policy).
           apply_fn: ``(params, obs [N, ...]) -> (dist [N], value [N])``.
           trajectory: Trajectory ``[T, B, ...]``; its ``behaviour_value``, where present,
             must be the values of ``params`` (policy lag 0).
@@ -95,6 +152,8 @@ class PPO(FromHParams):
           PPOBatch ``[T, B, ...]``.
         """
         traj = trajectory
+        if self.staleness_correction in staleness.PROXIMAL:
+            return self.corrected(traj, *proximal_pass(params, apply_fn, traj))
         t, b = traj.reward.shape
         if traj.core_state is not None:  # recurrent: one unroll from the stored state
             obs_all, first_all = losses.with_bootstrap(traj)
@@ -110,12 +169,25 @@ class PPO(FromHParams):
                                          obs_all.reshape((-1,) + obs_all.shape[2:]))
             value_all = value_all.reshape((t + 1, b))
             value_tm1, bootstrap_value = value_all[:t], value_all[t]
+        return self.batch(traj, value_tm1, bootstrap_value)
+
+    def batch(self, traj: Trajectory, value_tm1: Array, bootstrap_value: Array,
+              log_rhos: Array | None = None) -> losses.PPOBatch:
+        """The PPOBatch of ``traj`` from the values ``value_tm1 [T, B]`` and
+        ``bootstrap_value [B]``: GAE advantages and targets, or with ``log_rhos [T, B]``
+        (``log pi_prox(a) - log mu(a)``) V-trace's (``returns.vtrace_advantages``, lambda
+        ``gae_lambda``, clip ``clip_rho``)."""
         inputs = returns.step_inputs(
             traj.reward, traj.terminated, traj.truncated, value_tm1, bootstrap_value,
             self.gamma, self.gae_lambda, traj.final_value,
         )
-        adv, targets = returns.gae(traj.reward, inputs.discount_t, value_tm1, inputs.value_t,
-                                   inputs.lambda_)
+        if log_rhos is None:
+            adv, targets = returns.gae(traj.reward, inputs.discount_t, value_tm1,
+                                       inputs.value_t, inputs.lambda_)
+        else:
+            adv, targets = returns.vtrace_advantages(
+                value_tm1, inputs.value_t, traj.reward, inputs.discount_t, log_rhos,
+                inputs.lambda_, self.clip_rho, cut=inputs.cut)
         return losses.PPOBatch(
             obs=traj.obs,
             action=traj.action,
@@ -126,6 +198,31 @@ class PPO(FromHParams):
             core_state=traj.core_state,
             first=traj.first,
         )
+
+    def corrected(self, traj: Trajectory, value_tm1: Array, bootstrap_value: Array,
+                  prox_log_prob: Array, behaviour_log_prob: Array) -> losses.PPOBatch:
+        """The PPOBatch of a correction of ``staleness.PROXIMAL`` from ``proximal_pass``'s
+        outputs (all ``[T, B]`` but ``bootstrap_value [B]``), with its per-sample inputs and
+        statistics (``stale/prox_kl`` always; ``decoupled``: ``stale/weight_mean``,
+        ``stale/truncated_frac``; ``filter``: ``stale/filtered_frac``)."""
+        log_rho = prox_log_prob - behaviour_log_prob
+        vtrace = self.staleness_correction == staleness.VTRACE
+        batch = self.batch(traj, value_tm1, bootstrap_value, log_rho if vtrace else None)
+        stats = {"prox_kl": jnp.expm1(log_rho) - log_rho}
+        if self.staleness_correction == staleness.DECOUPLED:
+            cap = self.decoupled_max_weight
+            weight = staleness.decoupled_weight(prox_log_prob, behaviour_log_prob, cap)
+            # Weights within CLIP_TOL of the cap are on-policy roundoff, not truncations.
+            truncated = log_rho > jnp.log(cap) + losses.CLIP_TOL
+            stats |= {"weight_mean": weight, "truncated_frac": truncated.astype(jnp.float32)}
+            return dataclasses.replace(batch, prox_log_prob=prox_log_prob,
+                                       sample_weight=weight, stale_stats=stats)
+        if self.staleness_correction == staleness.FILTER:
+            mask = staleness.divergence_mask(prox_log_prob, behaviour_log_prob,
+                                             self.filter_threshold)
+            stats["filtered_frac"] = 1.0 - mask
+            return dataclasses.replace(batch, sample_weight=mask, stale_stats=stats)
+        return dataclasses.replace(batch, stale_stats=stats)
 
     def split_ready(self, batch: losses.PPOBatch,
                     axis_name: str | None) -> tuple[losses.PPOBatch, "PPO"]:

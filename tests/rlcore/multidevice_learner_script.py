@@ -6,11 +6,14 @@ the test process itself cannot switch). Usage: ``python multidevice_learner_scri
 [feed_forward|recurrent]``.
 
 Saved arrays, for ``algo`` in ``ppo``, ``ppo_sequences``, ``impala``, ``ppo_gaussian``,
-``impala_gaussian``, ``ppo_lstm`` and ``impala_gru`` (``*_gaussian``: a diagonal Gaussian
+``impala_gaussian``, ``ppo_decoupled`` (the staleness correction ``decoupled`` on stale
+behaviour logits: ``one``, ``one_micro``, ``four``, ``four_micro``), ``ppo_lstm`` and
+``impala_gru`` (``*_gaussian``: a diagonal Gaussian
 policy over 3-dimensional box actions, only ``one`` and ``four`` / ``four_novma``; the last
 two: a recurrent core after the torso, trajectories with a random start state and random
 episode starts; only ``one``, ``four`` and for the LSTM ``four_micro``):
-  ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{name}/{u}`` with ``run`` ``one``
+  ``{algo}/{run}/params/{path}`` and ``{algo}/{run}/metrics/{key}/{u}`` (``key`` as in
+  metrics.jsonl: ``loss/<name>``, ``stale/<name>``) with ``run`` ``one``
   (no axis_name, jitted), ``four`` (``jax.shard_map`` over mesh axis ``data``, default
   ``check_vma=True``, as anakin/ and sebulba/ call it; PPO only), ``four_novma``
   (``check_vma=False``), ``one_micro`` and ``four_micro`` (each minibatch's gradient
@@ -98,8 +101,10 @@ def agent(algorithm):
                                    num_updates=50, steps_per_update=2,
                                    **OPTIMIZER_CONSTANTS)
         hp = PPO(gamma=0.99, gae_lambda=0.95, clip_eps=0.2, clip_vloss=True, norm_adv=True,
-                 vf_coef=0.5, ent_coef=0.01)
-        kind = SAMPLES if algorithm == "ppo" else SEQUENCES
+                 vf_coef=0.5, ent_coef=0.01, clip_rho=1.0,
+                 staleness_correction="decoupled" if algorithm == "ppo_decoupled" else "none",
+                 decoupled_max_weight=1.0, filter_threshold=0.2)
+        kind = SAMPLES if algorithm in ("ppo", "ppo_decoupled") else SEQUENCES
         kw = dict(num_epochs=2, num_minibatches=2, minibatch=kind)
     else:
         opt = optim.make_optimizer("rmsprop", 3e-3, max_grad_norm=0.5,
@@ -121,6 +126,8 @@ def four_device_variants(algorithm, cell):
     if cell == "gru":
         return (("four", True, 1),)
     if cell == "lstm":
+        return (("four", True, 1), ("four_micro", True, 2))
+    if algorithm == "ppo_decoupled":  # the proximal pass per device, the weights' chunks
         return (("four", True, 1), ("four_micro", True, 2))
     if cell == "gaussian":  # the family changes the loss's log-probs only: one run each
         return (("four", True, 1),) if algorithm.startswith("ppo") else (
@@ -167,9 +174,8 @@ def results(algorithm, run_name, update, net, params, opt):
     for u in range(NUM_UPDATES):
         traj = make_trajectory(net, params, seed=100 + u)
         state, metrics = update(state, traj, jax.random.fold_in(jax.random.key(7), u))
-        for name in metrics.__dataclass_fields__:
-            out[f"{algorithm}/{run_name}/metrics/{name}/{u}"] = np.asarray(
-                getattr(metrics, name))
+        for name, value in metrics.scalars().items():  # loss/<name>, stale/<name>
+            out[f"{algorithm}/{run_name}/metrics/{name}/{u}"] = np.asarray(value)
     assert int(state.update) == NUM_UPDATES
     for path, leaf in jax.tree_util.tree_leaves_with_path(state.params):
         out[f"{algorithm}/{run_name}/params/{jax.tree_util.keystr(path)}"] = np.asarray(leaf)
@@ -213,7 +219,8 @@ def sample_memberships(num_devices, num_steps=T, num_envs=16, num_minibatches=2,
     return np.asarray(g(key))
 
 
-FEED_FORWARD = ("ppo", "ppo_sequences", "impala", "ppo_gaussian", "impala_gaussian")
+FEED_FORWARD = ("ppo", "ppo_sequences", "impala", "ppo_gaussian", "impala_gaussian",
+                "ppo_decoupled")
 RECURRENT = ("ppo_lstm", "impala_gru")
 
 

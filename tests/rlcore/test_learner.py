@@ -92,6 +92,16 @@ def test_recurrent_four_devices_match_one_device(multidevice_recurrent, algorith
     _assert_runs_match(multidevice_recurrent, algorithm, run)
 
 
+@pytest.mark.parametrize("run", ["four", "one_micro", "four_micro"])
+def test_decoupled_correction_four_devices_and_micro_batches_match_one_device(multidevice,
+                                                                              run):
+    """PPO with the staleness correction ``decoupled`` on stale behaviour logits (the
+    proximal pass per device, truncated weights, ``stale/*`` metrics averaged over devices):
+    sharded over 4 devices and micro-batched, the params and metrics of one device."""
+    assert any("/stale/weight_mean/" in k for k in multidevice if k.startswith("ppo_decoupled"))
+    _assert_runs_match(multidevice, "ppo_decoupled", run)
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "ppo_sequences", "impala"])
 @pytest.mark.parametrize("run", ["one_micro", "four_micro"])
 def test_micro_batched_gradients_match_one_pass(multidevice, algorithm, run):
@@ -162,6 +172,9 @@ def test_minibatch_indices_one_device():
 # ------------------------------------------------------------ one step, spelled out
 
 _T, _B, _OBS, _A = 4, 6, 3, 2
+# PPO's staleness-correction fields at their defaults (configs/base.py's): no correction.
+NO_CORRECTION = dict(clip_rho=1.0, staleness_correction="none", decoupled_max_weight=1.0,
+                     filter_threshold=0.2)
 
 
 def _setup():
@@ -190,7 +203,7 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
     advantages and targets built from the params at the start of the update."""
     net, params, traj = _setup()
     hp = (PPO(gamma=0.9, gae_lambda=0.8, clip_eps=0.2, clip_vloss=False, norm_adv=True,
-              vf_coef=0.5, ent_coef=0.01) if algorithm == "ppo"
+              vf_coef=0.5, ent_coef=0.01, **NO_CORRECTION) if algorithm == "ppo"
           else Impala(gamma=0.9, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0,
                       clip_pg_rho=1.0))
     opt = optax.sgd(0.1)
@@ -232,7 +245,7 @@ def test_algorithms_read_their_hyperparameters_from_the_config():
     config.algorithm, config.clip_eps, config.gae_lambda = "ppo", 0.3, 0.7
     assert make_algorithm(hparams_of(config)) == PPO(gamma=0.99, gae_lambda=0.7, clip_eps=0.3,
                                          clip_vloss=False, norm_adv=True, vf_coef=0.5,
-                                         ent_coef=0.01)
+                                         ent_coef=0.01, **NO_CORRECTION)
     config.algorithm, config.vtrace_lambda = "impala", 0.9
     assert make_algorithm(hparams_of(config)) == Impala(
         gamma=0.99, vf_coef=0.5, ent_coef=0.01, vtrace_lambda=0.9, clip_rho=1.0, clip_pg_rho=1.0)
@@ -243,7 +256,7 @@ def test_ppo_uses_rollout_values_when_the_trajectory_carries_them():
     recomputing them; values of other params change the advantages (so they are used)."""
     net, params, traj = _setup()
     ppo = PPO(gamma=0.9, gae_lambda=0.8, clip_eps=0.2, clip_vloss=False, norm_adv=True,
-              vf_coef=0.5, ent_coef=0.01)
+              vf_coef=0.5, ent_coef=0.01, **NO_CORRECTION)
     values = net.apply(params, traj.obs.reshape(_T * _B, _OBS))[1].reshape(_T, _B)
     recomputed = ppo.prepare(params, net.apply, traj)
     reused = ppo.prepare(params, net.apply, traj.replace(behaviour_value=values))

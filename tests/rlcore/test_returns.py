@@ -334,3 +334,51 @@ def test_vtrace_on_policy_equals_gae_lambda_one():
     adv, targets = returns.gae(reward, inputs.discount_t, v, inputs.value_t, inputs.lambda_)
     _close(out.targets, np.asarray(targets))
     _close(out.errors, np.asarray(adv))
+
+
+# ------------------------------------------------------ V-trace advantages for PPO
+
+
+def _np_q_advantages(vs, value_tm1, value_t, reward, discount, cut):
+    """``r_s + gamma_s q_{s+1} - V(x_s)``, ``q_{s+1} = v_{s+1}`` (``vs`` of ``_np_vtrace``,
+    ``v_T = value_t[T - 1]``), or ``value_t[s]`` at a truncation: IMPALA's policy-gradient
+    advantage without its importance weight."""
+    n = reward.shape[0]
+    out = np.zeros(reward.shape)
+    for s in range(n):
+        for b in range(reward.shape[1]):
+            nxt = value_t[s, b] if (cut[s, b] or s == n - 1) else vs[s + 1, b]
+            out[s, b] = reward[s, b] + discount[s, b] * nxt - value_tm1[s, b]
+    return out
+
+
+@pytest.mark.parametrize("lam,clip_rho", [(1.0, 1.0), (0.9, 2.0), (0.5, 0.6)])
+def test_vtrace_advantages_match_numpy_reference(lam, clip_rho):
+    v, inputs, reward, log_rhos, cut = _vtrace_case(seed=20, lam=lam)
+    adv, targets = returns.vtrace_advantages(v, inputs.value_t, reward, inputs.discount_t,
+                                             log_rhos, inputs.lambda_, clip_rho,
+                                             cut=inputs.cut)
+    want_vs, _ = _np_vtrace(v, inputs.value_t, reward, inputs.discount_t, log_rhos,
+                            inputs.lambda_, clip_rho, 1.0, cut)
+    _close(targets, want_vs)
+    _close(adv, _np_q_advantages(want_vs, v, np.asarray(inputs.value_t), reward,
+                                 np.asarray(inputs.discount_t), cut))
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9, 0.0])
+def test_vtrace_advantages_of_equal_policies_are_gae_lambda_returns(lam):
+    """``log_rhos = 0``: the targets are GAE's (the lambda-returns, as rlax documents for
+    V-trace on-policy); the advantages ``r + gamma * G^lambda_{t+1} - V``, which are GAE's
+    advantages where lambda = 1."""
+    v, inputs, reward, _, cut = _vtrace_case(seed=21, lam=lam)
+    adv, targets = returns.vtrace_advantages(v, inputs.value_t, reward, inputs.discount_t,
+                                             np.zeros((T, B), np.float32), inputs.lambda_,
+                                             cut=inputs.cut)
+    gae_adv, gae_targets = returns.gae(reward, inputs.discount_t, v, inputs.value_t,
+                                       inputs.lambda_)
+    _close(targets, np.asarray(gae_targets))
+    _close(adv, _np_q_advantages(np.asarray(gae_targets, np.float64), v,
+                                 np.asarray(inputs.value_t), reward,
+                                 np.asarray(inputs.discount_t), cut))
+    if lam == 1.0:
+        _close(adv, np.asarray(gae_adv))

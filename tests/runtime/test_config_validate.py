@@ -99,6 +99,15 @@ BAD = [
          "'envs'"),
     _row("sebulba", "minibatch_kind", "samples", "must be one of auto, sequences for impala, got "
          "'samples'", also={"algorithm": "impala"}),
+    _row("anakin", "staleness_correction", "retrace", "must be one of none, decoupled, vtrace, "
+         "lr_scale, filter, got 'retrace'"),
+    _row("sebulba", "staleness_correction", "decoupled", "impala takes none or lr_scale (the "
+         "others read a proximal-policy pass it does not run), got 'decoupled'",
+         also={"algorithm": "impala"}),
+    _row("anakin", "staleness_correction", "filter", "impala takes none or lr_scale",
+         also={"algorithm": "impala"}),
+    _row("anakin", "decoupled_max_weight", 0.0, "must be > 0, got 0.0"),
+    _row("sebulba", "filter_threshold", -0.1, "must be > 0, got -0.1"),
     _row("anakin", "total_env_steps", 511, "511 is less than one update (4 envs x 128 steps)"),
     _row("sebulba", "total_env_steps", 767, "767 is less than one update (24 envs x 32 steps)"),
     _row("anakin", "network", "nature_cnn", "nature_cnn needs uint8 [C, H, W] frames; "
@@ -266,8 +275,10 @@ def test_choices_come_from_the_registries(monkeypatch, registry, field, new_name
     with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*, got '{new_name}'"):
         validate(config, anakin_train.MODE, COUNTS)
 
-    # An algorithm states its minibatch kinds (validation reads them); the others are names.
-    entry = type(new_name, (), {"minibatch_kinds": ("sequences",)})
+    # An algorithm states its minibatch kinds and staleness corrections (validation reads
+    # them); the others are names.
+    entry = type(new_name, (), {"minibatch_kinds": ("sequences",),
+                                "staleness_corrections": ("none",)})
     monkeypatch.setitem(registry, new_name, entry if field == "algorithm" else object())
     validate(config, anakin_train.MODE, COUNTS)  # now a choice
 
