@@ -123,8 +123,10 @@ class AnakinRun:
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
         # Every variant's optimizer state has this one's structure (validation sees to it).
+        self.lag = policy_lag(config)
         learner = build.learner(config, self.env.spec, MODE, self.num_devices,
-                                self.derived.num_updates, sweep.variants(config)[0])
+                                self.derived.num_updates, sweep.variants(config)[0],
+                                policy_lag=self.lag)
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.swept = sweep.agent_hparams(config)
@@ -140,7 +142,6 @@ class AnakinRun:
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
                                            AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
-        self.lag = policy_lag(config)
         self.state_spec = AnakinState(learner=P(), envs=env_spec,
                                       lagged=P() if self.lag else None)
         self._call = None
@@ -161,7 +162,7 @@ class AnakinRun:
             return self.update
         hp = self.hparams.override(swept)
         return make_update_fn_for(hp, self.network.apply,
-                                  optimizer_for(hp, self.derived.num_updates), AXIS,
+                                  optimizer_for(hp, self.derived.num_updates, self.lag), AXIS,
                                   observer(self.network))
 
     def _env_ids(self, n=None):

@@ -82,6 +82,9 @@ def check_fields(config, counts: DeviceCounts) -> int:
     require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
             f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
             "(use sync or cleanba with it)")
+    require(config.pipeline != "async" or config.staleness_correction != "lr_scale",
+            "staleness_correction", "lr_scale scales by the policy lag, and the async "
+            "pipeline has none fixed (use sync, cleanba or a policy_lag with it)")
     check_field(config, "env_threads")
     check_field(config, "queue_timeout_s")
     jitter = config.debug.actor_jitter_ms
@@ -148,7 +151,8 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        learner = build.learner(config, self.spec, MODE, shards, self.derived.num_updates)
+        learner = build.learner(config, self.spec, MODE, shards, self.derived.num_updates,
+                                policy_lag=pipeline.lag_of(config) or 0)
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)
