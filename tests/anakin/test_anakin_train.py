@@ -142,6 +142,7 @@ def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
 
 
+@pytest.mark.smoke  # make test-newest
 @pytest.mark.parametrize("algorithm", ["ppo", "impala"])
 def test_one_vs_four_devices(algorithm):
     if jax.device_count() < 4:
@@ -250,6 +251,7 @@ def test_learner_delay_holds_every_call_but_the_first():
     assert len(times) == 4 and times[0] < 0.3 <= min(times[1:]), times
 
 
+@pytest.mark.smoke  # make test-newest
 def test_resume_continues_bitwise(tmp_path):
     """Stopped after update 10 (log windows of 4 do not line up with it), resumed: the
     metrics equal an uninterrupted run's, clock keys aside. With both normalisations: their
