@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all bench bench-minatar bench-breakout ablate lint docs clean setup
+.PHONY: demo test test-slow test-newest test-all bench bench-minatar bench-breakout ablate lint docs clean setup
 
 setup: $(STAMP)
 
@@ -23,8 +23,9 @@ demo: $(STAMP)
 
 # Two pytest-xdist workers (TEST_WORKERS=0: one process, no workers). `make test` is the
 # default tier, every test but those marked `slow`; `make test-slow` is the long tier (agents
-# trained to thresholds, suites, notebooks, long variants of default-tier checks); CI runs
-# both; `make test-all` runs both in one session (README, Tests).
+# trained to thresholds, suites, notebooks, long variants of default-tier checks);
+# `make test-newest` the smoke tests on the newest stack; CI runs all three; `make test-all`
+# runs the first two in one session (README, Tests).
 TEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS)
 
@@ -33,6 +34,16 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow tests
+
+# The newest stack (CI's third tier): its own venv, .venv-newest, with the newest Python >= 3.12
+# found (or NEWEST_PYTHON=...) and every dependency upgraded to its newest release that
+# resolves, at every call; then the default tier's `smoke` tests (docs/testing.md).
+NEWEST_VENV := .venv-newest
+NEWEST_PYTHON ?=
+
+test-newest:
+	.ci/newest-stack $(NEWEST_VENV) $(NEWEST_PYTHON)
+	$(NEWEST_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) -m "smoke and not slow" tests
 
 test-all: $(STAMP)
 	$(PYTEST) tests
@@ -66,4 +77,4 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) runs site
+	rm -rf $(VENV) $(NEWEST_VENV) runs site

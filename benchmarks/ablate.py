@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Collection
 
+import configs
 from benchmarks import ablate_report as report
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
@@ -101,7 +102,7 @@ def cell_command(cell: Cell, workdir: str) -> list[str]:
     """The command line of ``cell``'s program."""
     overrides = [f"--config.{k}={_format_value(v)}" for k, v in cell.overrides]
     return [sys.executable, "-m", f"{cell.mode}.main",
-            f"--config={os.path.join(REPO, 'configs', cell.config)}", f"--workdir={workdir}",
+            f"--config={os.path.join(configs.HERE, cell.config)}", f"--workdir={workdir}",
             *overrides]
 
 

@@ -135,7 +135,8 @@ def _config_argument(argv) -> str | None:
 def config_file_problem(path: str | None) -> str | None:
     """What keeps ``path`` from being loaded as a config file, in one line naming it and
     what to do; None when it is a readable file (its problem is elsewhere)."""
-    hint = "pass --config=<file>.py, e.g. --config=configs/cartpole_ppo.py"
+    hint = ("pass --config=<file>.py or a shipped config's name, e.g. "
+            "--config=configs/cartpole_ppo.py or --config=cartpole_ppo")
     if not path:
         return f"no config file given; {hint}"
     if not os.path.exists(path):

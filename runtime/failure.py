@@ -37,7 +37,11 @@ import traceback
 
 from runtime.one_line import single_line
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # or site-packages
+# This project's packages (and its tests, in a checkout): a frame in one of them is ours, in a
+# checkout and installed into site-packages alike (docs/design.md, "Installed package").
+OUR_PACKAGES = ("rlcore", "runtime", "envs", "anakin", "sebulba", "benchmarks", "configs",
+                "tests")
 DETAILS_FILE = "errors.log"
 MESSAGE_CHARS = 400  # the error's own text in the summary line, at most
 
@@ -303,8 +307,8 @@ def where(error: BaseException) -> str:
     """The innermost frame of this project's code that ``error`` passed through
     (``runtime/checkpoint.py:142 in save``); the innermost frame at all when none is."""
     frames = traceback.extract_tb(error.__traceback__)
-    ours = [f for f in frames if f.filename.startswith(REPO + os.sep)
-            and f"{os.sep}site-packages{os.sep}" not in f.filename]
+    ours = [f for f in frames if os.path.relpath(f.filename, REPO).split(os.sep)[0]
+            in OUR_PACKAGES]
     frame = (ours or frames or [None])[-1]
     if frame is None:
         return "?"

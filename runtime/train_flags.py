@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 from absl import flags
@@ -25,6 +26,8 @@ class TrainFlags:
       config, workdir, fresh: absl flag holders of ``--config``, ``--workdir``, ``--fresh``.
       default_config: the config file when the command line names none.
       mode: ``"anakin"`` or ``"sebulba"`` (its automatic CPU thread count, ``cpu_threads_for``).
+      locate: maps a ``--config`` value to the file it names (``configs.locate``: a shipped
+        config by name, from any directory).
     """
 
     config: Any
@@ -32,19 +35,37 @@ class TrainFlags:
     fresh: Any
     default_config: str
     mode: str
+    locate: Callable[[str], str] = lambda value: value
 
     def parse(self, argv):
         """absl flags parser for ``app.run``: ``parse_flags`` of ``argv`` with
-        ``--config=<default_config>`` in front when ``argv`` names no config file."""
+        ``--config=<default_config>`` in front when ``argv`` names no config file, and every
+        ``--config`` value mapped through ``locate``."""
         if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
             argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
-        return parse_flags(argv, self.mode)
+        return parse_flags(located_config(argv, self.locate), self.mode)
 
 
-def define_flags(config: str, workdir: str, mode: str) -> TrainFlags:
+def located_config(argv, locate: Callable[[str], str]) -> list[str]:
+    """``argv`` with the value of ``--config=VALUE`` (or ``--config VALUE``) replaced by
+    ``locate(VALUE)``; every other argument, ``--config.<field>`` overrides included, as is."""
+    out = list(argv[:1])
+    for i, arg in enumerate(argv[1:], start=1):
+        found = re.match(r"^(--?config=)(.*)$", arg)
+        if found:
+            arg = found.group(1) + locate(found.group(2))
+        elif re.match(r"^--?config$", argv[i - 1]):
+            arg = locate(arg)
+        out.append(arg)
+    return out
+
+
+def define_flags(config: str, workdir: str, mode: str,
+                 locate: Callable[[str], str] = lambda value: value) -> TrainFlags:
     """Defines ``--config`` (default file ``config``), ``--workdir`` (default ``workdir``)
-    and ``--fresh``; the entry point adopts them as its key flags for ``--help`` to list
-    them (``flags.adopt_module_key_flags(runtime.train_flags)``) and parses with ``.parse``.
+    and ``--fresh`` (``locate``: ``TrainFlags.locate``); the entry point adopts them as its
+    key flags for ``--help`` to list them (``flags.adopt_module_key_flags(
+    runtime.train_flags)``) and parses with ``.parse``.
 
     ``--config`` has no default of its own: ml_collections loads a default file, applying
     the command line's ``--config.<field>`` overrides, when the flag is defined, at import,
@@ -62,7 +83,7 @@ def define_flags(config: str, workdir: str, mode: str) -> TrainFlags:
             "<workdir>.old-<time>/) instead of resuming from its checkpoint."),
     )
     flags.FLAGS["config"].default_as_str = repr(config)  # --help: the file .parse puts in
-    return TrainFlags(*holders, default_config=config, mode=mode)
+    return TrainFlags(*holders, default_config=config, mode=mode, locate=locate)
 
 
 def parse_flags(argv, mode: str | None = None):

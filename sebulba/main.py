@@ -12,10 +12,11 @@ if __name__ == "__main__":  # from here on a signal ends the command with its on
 
 from absl import app, flags  # noqa: E402 - after the handlers: imports take seconds
 
+import configs  # noqa: E402 - the shipped configs' file locator only
 from runtime import train_command, train_flags  # noqa: E402
 
 FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
-                                 mode="sebulba")
+                                 mode="sebulba", locate=configs.locate)
 flags.adopt_module_key_flags(train_flags)  # absl's --help lists only the main's key flags
 
 

@@ -37,7 +37,8 @@ os.environ[fast_compile.ENV] = "1"
 import jax  # noqa: E402
 
 jax.devices()  # XLA reads XLA_FLAGS here, once per process
-os.environ["XLA_FLAGS"] += " " + fast_compile.XLA_FLAG
+if fast_compile.OLD_EMITTERS:
+    os.environ["XLA_FLAGS"] += " " + fast_compile.XLA_FLAG
 fast_compile.install()
 
 jax.config.update("jax_numpy_rank_promotion", "raise")

@@ -14,7 +14,13 @@ turned off for one test. The test processes themselves therefore start JAX witho
 processes the tests start inherit ``XLA_FLAGS`` with it. (With the flag process-wide, the
 optimized in-process tests compiled with the old emitters and took twice as long: the Atari
 smoke test 70 s instead of 33 s.)
+
+jaxlib 0.11 removed the older emitters and the option with them (its XLA rejects it: "No such
+compile option"); there ``OLD_EMITTERS`` is false and the tests get
+``jax_disable_most_optimizations`` alone.
 """
+
+from importlib.metadata import version
 
 XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"  # in XLA_FLAGS: one setting per process
 ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"  # JAX's default for its flag, read when JAX starts
@@ -25,10 +31,22 @@ CONFIG = "jax_disable_most_optimizations"  # the flag itself, read at every comp
 OPTION = ("xla_cpu_use_fusion_emitters", False)
 
 
+def _has_old_emitters() -> bool:
+    """Whether this jaxlib's XLA still has the older CPU fusion emitters: jaxlib 0.10.2 has
+    them, 0.11.2 does not (read from the installed version: JAX is not started here)."""
+    return tuple(int(p) for p in version("jaxlib").split(".")[:2]) < (0, 11)
+
+
+OLD_EMITTERS = _has_old_emitters()  # whether ``XLA_FLAG`` and ``OPTION`` exist in this XLA
+
+
 def install() -> None:
     """Makes every compile of this process while ``CONFIG`` is on use ``OPTION``, as
     ``XLA_FLAG`` would: it wraps JAX's one function that builds compile options (explicit
-    ``compiler_options`` of a call still win)."""
+    ``compiler_options`` of a call still win). Nothing where this XLA lacks the option
+    (``OLD_EMITTERS``)."""
+    if not OLD_EMITTERS:
+        return
     from jax._src import compiler
 
     build = compiler.get_compile_options

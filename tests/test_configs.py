@@ -120,3 +120,25 @@ def test_no_field_set_to_parent_value(name):
         if type(value) is type(inherited) and value == inherited:
             redundant.append(f"{path.name}:{line}: c.{'.'.join(field)} = {value!r}")
     assert not redundant, f"fields equal to configs/{parent}.py's:\n" + "\n".join(redundant)
+
+
+def test_locate_names_a_shipped_config_from_any_directory(tmp_path, monkeypatch):
+    """``--config`` takes a file (relative to the current directory, which wins) or a shipped
+    config's name, with or without ``configs/`` and ``.py``; an ``:ARG`` suffix is kept."""
+    from configs import locate
+    from runtime.train_flags import located_config
+
+    monkeypatch.chdir(tmp_path)
+    shipped = str(CONFIG_DIR / "cartpole_ppo.py")
+    for value in ("cartpole_ppo", "cartpole_ppo.py", "configs/cartpole_ppo.py"):
+        assert locate(value) == shipped
+    assert locate("cartpole_ppo.py:small") == shipped + ":small"
+    for value in ("no_such_config", "configs/sub/cartpole_ppo.py", "/abs/cartpole_ppo.py"):
+        assert locate(value) == value
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "cartpole_ppo.py").write_text("")
+    assert locate("configs/cartpole_ppo.py") == "configs/cartpole_ppo.py"  # the local file
+    argv = ["main", "--config", "pendulum_ppo", "--config.seed=3", "--config=memory_ppo"]
+    assert located_config(argv, locate) == [
+        "main", "--config", str(CONFIG_DIR / "pendulum_ppo.py"), "--config.seed=3",
+        f"--config={CONFIG_DIR / 'memory_ppo.py'}"]

@@ -69,6 +69,7 @@ def _three_updates(config) -> list[dict]:
     return rows
 
 
+@pytest.mark.smoke  # make test-newest
 def test_pendulum_impala_smoke():
     """IMPALA (V-trace) with the Gaussian policy: three small updates, finite losses."""
     config = pendulum_ppo.get_config()
@@ -79,6 +80,7 @@ def test_pendulum_impala_smoke():
     _three_updates(config)
 
 
+@pytest.mark.smoke  # make test-newest
 def test_brax_inverted_pendulum_smoke():
     """configs/brax_inverted_pendulum_ppo.py (a Brax env inside the compiled step) at a tiny
     size: three updates, finite losses, episodes of the untrained policy ended within the

@@ -64,6 +64,7 @@ def test_sampled_episode_as_gif(cartpole_run, tmp_path):
     assert frames.shape[1:] == (CARTPOLE_FRAME[0] + CAPTION_HEIGHT, CARTPOLE_FRAME[1], 3)
 
 
+@pytest.mark.smoke  # make test-newest
 def test_play_counts_first_episode_only():
     """A 7-step time limit: every env's first episode is 7 steps long, although the
     128-step chunk runs several more episodes; env 0's frames start at its eval reset."""

@@ -137,6 +137,7 @@ def test_recurrent_resume_continues_bitwise(tmp_path):
     assert reproducible_part(read_metrics(full)) == reference
 
 
+@pytest.mark.smoke  # make test-newest
 def test_recurrent_one_vs_four_devices():
     """An LSTM agent's run on 4 devices logs the losses and returns of 1 device (torch
     RMSProp with a large eps: a device-count-dependent gradient scale would show)."""

@@ -10,6 +10,8 @@ import pytest
 import envs.envpool as envpool_adapter
 from envs.envpool import EnvPoolEnv
 
+pytestmark = pytest.mark.smoke  # the newest stack's subset (make test-newest)
+
 
 @pytest.fixture
 def make_pool():

@@ -1,16 +1,21 @@
-"""The Colab notebooks run top to bottom, headless (nbclient), on tiny sizes."""
+"""The Colab notebooks run top to bottom, headless (nbclient), on tiny sizes, as Colab runs
+them after its install cell: on this tree's wheel installed non-editable into a fresh venv,
+from a directory outside the checkout (tests/installed.py); and the installed package
+trains from a shipped config named from outside the checkout."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import subprocess
 
 import nbformat
 import numpy as np
 import pytest
 from nbclient import NotebookClient
 
+from tests import installed
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow  # each notebook trains several runs (`make test-slow`)
@@ -60,17 +65,54 @@ def _images(cell) -> int:
     return sum("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
 
 
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory):
+    """This tree's wheel in a fresh venv (tests/installed.py) and its probe's report."""
+    return installed.installed_venv(str(tmp_path_factory.mktemp("installed")))
+
+
+def test_installed_package_is_whole(wheel_venv):
+    """Every package of ours comes from the wheel, its declared requirements are met, and the
+    data a user reaches from the package loads: the 57-game Atari table, a shipped config
+    named from outside the checkout, the env registry."""
+    venv, found = wheel_venv
+    assert set(found["files"]) == set(installed.OURS)
+    for package, path in found["files"].items():
+        assert path.startswith(venv + os.sep) and not path.startswith(REPO + os.sep), package
+    assert found["unmet"] == []
+    assert found["atari_games"] == 57
+    assert found["config"].startswith(venv + os.sep) and os.path.isfile(found["config"])
+    assert found["env"] == ["gymnax", "CartPole-v1"]
+
+
+def test_installed_trains_a_config_named_from_outside(wheel_venv, tmp_path):
+    """``python -m anakin.main --config=configs/cartpole_ppo.py`` in a directory without
+    configs/ trains the installed package's config."""
+    venv, _ = wheel_venv
+    workdir = tmp_path / "run"
+    proc = subprocess.run(
+        [installed.venv_python(venv), "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+         f"--workdir={workdir}", "--config.total_env_steps=2048", "--config.log_every=2"],
+        cwd=tmp_path, env=installed.clean_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((workdir / "config.json").read_text())
+    assert config["env_id"] == "CartPole-v1"
+    assert (workdir / "metrics.jsonl").read_text().strip()
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_headless(name, tmp_path, monkeypatch):
+def test_notebook_runs_headless(name, wheel_venv, tmp_path, monkeypatch):
+    venv, _ = wheel_venv
     book = nbformat.read(os.path.join(REPO, "notebooks", f"{name}.ipynb"), as_version=4)
     assert any(c.cell_type == "markdown" for c in book.cells)
     monkeypatch.setenv("PODRACER_NOTEBOOK_SIZE", "tiny")
     monkeypatch.setenv("PODRACER_NOTEBOOK_OUT", str(tmp_path / "runs"))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    # The kernel imports this checkout's packages (not an installed copy of another one).
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    client = NotebookClient(book, timeout=600, kernel_name="python3",
+    # The kernel is the venv's interpreter: it imports the installed wheel, not this checkout.
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    jupyter_path, kernel = installed.kernel_spec(str(tmp_path), venv)
+    monkeypatch.setenv("JUPYTER_PATH", jupyter_path)
+    client = NotebookClient(book, timeout=600, kernel_name=kernel,
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError on the first failing cell
     code = [c for c in book.cells if c.cell_type == "code"]

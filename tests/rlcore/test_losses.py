@@ -14,6 +14,8 @@ from rlcore.distributions import Categorical, DiagGaussian
 from rlcore.networks import MLPActorCritic
 from rlcore.types import Trajectory
 
+pytestmark = pytest.mark.smoke  # the newest stack's subset (make test-newest)
+
 # ----------------------------------------------------------------------------- PPO by hand
 #
 # T = 1, b = 2, A = 2, one scalar parameter w = 1. The network ignores obs:

@@ -5,6 +5,8 @@ import pytest
 
 from rlcore import returns
 
+pytestmark = pytest.mark.smoke  # the newest stack's subset (make test-newest)
+
 T, B = 7, 5
 GAMMA = 0.9
 ATOL = RTOL = 1e-5

@@ -44,6 +44,23 @@ def test_summary_names_the_first_failure_its_work_and_our_frame(tmp_path):
     assert line.endswith(f"; traceback in {tmp_path / 'errors.log'}") and "\n" not in line
 
 
+def test_our_frame_is_found_where_the_package_is_installed(tmp_path, monkeypatch):
+    """Installed, our packages sit in site-packages beside the libraries: the frame named is
+    the innermost one of our packages (relative to site-packages), not a library's."""
+    site_packages = tmp_path / "lib" / "site-packages"
+    monkeypatch.setattr(failure, "REPO", str(site_packages))
+    library = compile("def lib():\n    raise ValueError('bad')\n",
+                      str(site_packages / "jax" / "core.py"), "exec")
+    ours = compile("def run(lib):\n    lib()\n", str(site_packages / "runtime" / "x.py"),
+                   "exec")
+    scope: dict = {}
+    exec(library, scope)
+    exec(ours, scope)
+    with pytest.raises(ValueError) as caught:
+        scope["run"](scope["lib"])
+    assert failure.where(caught.value) == "runtime/x.py:2 in run"
+
+
 def test_os_problem_read_from_a_library_message():
     error = ValueError('RESOURCE_EXHAUSTED: Failed writing: "/w/c/5.tmp/d/ab": Failed to '
                        "write 7593 bytes to file 14: No space left on device [os_error_code=28]")

@@ -36,7 +36,7 @@ def _tiny(env_id: str):
 
 
 @pytest.mark.parametrize("env_id,dim,bound", [
-    ("HalfCheetah-v4", 6, 1.0), ("gymnax:Pendulum-v1", 1, 2.0),
+    pytest.param("HalfCheetah-v4", 6, 1.0, marks=pytest.mark.smoke), ("gymnax:Pendulum-v1", 1, 2.0),
     pytest.param("brax:inverted_pendulum", 1, 3.0, marks=pytest.mark.slow)],
                          ids=["envpool_mujoco", "gymnax_host", "brax_host"])
 def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):

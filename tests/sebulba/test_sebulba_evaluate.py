@@ -77,6 +77,7 @@ def test_atari_human_normalised_score_and_rgb_video(tmp_path):
     assert np.abs(channels[:, 0] - channels[:, 2]).max() > 50  # colour, not gray
 
 
+@pytest.mark.smoke  # make test-newest
 def test_play_counts_first_episode_only():
     """Host-served gymnax CartPole with a 6-step limit: first episodes of 6 steps, one frame
     per action of env 0's."""

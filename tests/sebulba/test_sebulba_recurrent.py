@@ -129,6 +129,7 @@ def test_recurrent_lag_4_identical_under_jitter_and_threads():
 
 
 @needs_3
+@pytest.mark.smoke  # make test-newest
 def test_recurrent_resume_restarts_cores_and_agrees(plain, tmp_path):
     """A GRU agent, cleanba, 5 updates with a checkpoint at update 3, resumed there twice:
     what sebulba/actor.py documents. The resumed actors restart from zero core states with
@@ -160,6 +161,7 @@ def test_recurrent_resume_restarts_cores_and_agrees(plain, tmp_path):
 
 
 @needs_3
+@pytest.mark.smoke  # make test-newest
 def test_evaluate_command_with_a_core(plain, tmp_path):
     """``sebulba.evaluate --greedy --video`` restores the GRU agent of the small run and
     plays Recall with the host policy carrying its core: every episode is 6 steps and

@@ -114,8 +114,10 @@ def test_policy_lag_identical_under_jitter_and_threads(lag, tmp_path, monkeypatc
 
 
 @needs_4
-@pytest.mark.parametrize("mode", ["cleanba", "sync"])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode, threads", [
+    pytest.param("cleanba", 1, id="1-cleanba"),
+    pytest.param("sync", 1, id="1-sync", marks=pytest.mark.smoke),  # make test-newest
+    pytest.param("cleanba", 2, id="2-cleanba"), pytest.param("sync", 2, id="2-sync")])
 def test_jitter_does_not_change_metrics(mode, threads, tmp_path, monkeypatch):
     _short_time_limit(monkeypatch)  # the actors' final values are timing-independent too
     # cleanba with 2 threads: with both normalisations too (their statistics reach the
@@ -183,7 +185,7 @@ def test_no_two_envs_share_a_seed():
 
 @pytest.mark.optimized
 @pytest.mark.parametrize("make_config", [
-    pytest.param(atari_ppo.get_config, id="ppo"),
+    pytest.param(atari_ppo.get_config, id="ppo", marks=pytest.mark.smoke),
     pytest.param(atari_impala.get_config, id="impala", marks=pytest.mark.slow)])
 def test_atari_smoke_three_updates(make_config):
     config = make_config()
@@ -258,6 +260,7 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
 
 
 @needs_4
+@pytest.mark.smoke  # make test-newest
 def test_async_pipeline_runs_with_bounded_lag():
     """async takes the newest params: the lag varies with timing but stays within what one
     queued rollout allows."""
@@ -269,8 +272,8 @@ def test_async_pipeline_runs_with_bounded_lag():
 
 
 @needs_4
-@pytest.mark.parametrize("lag", [-1, 4], ids=["cleanba", "lag4"])
-def test_resume_from_checkpoint_continues(lag, tmp_path):
+@pytest.mark.smoke  # make test-newest
+def test_resume_from_checkpoint_continues(tmp_path):
     """Resumed at update 3 (learner state restored, envs re-seeded from (seed, update)): the
     run finishes its budget, keeps the lines up to the checkpoint and replaces the rest;
     two resumes from one checkpoint agree. With both normalisations: their statistics are
