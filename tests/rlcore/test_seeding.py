@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rlcore.seeding import per_env_keys, rollout_keys
 
@@ -30,6 +31,7 @@ THREEFRY_KAT = [
 ]
 
 
+@pytest.mark.smoke  # make test-newest: the hook on the newest JAX
 def test_threefry_on_cpu_is_unrolled_and_keeps_its_known_answers():
     """rlcore.threefry_cpu (imported with rlcore.seeding): a compiled draw has no loop on CPU,
     and the hash still gives Random123's known answers, compiled and eagerly."""
