@@ -142,14 +142,10 @@ def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
 
 
-<<<<<<< HEAD
-@pytest.mark.parametrize("algorithm, lag", [("ppo", 0), ("impala", 0), ("ppo", 2)])
+@pytest.mark.parametrize("algorithm, lag", [
+    pytest.param("ppo", 0, marks=pytest.mark.smoke),  # make test-newest
+    pytest.param("impala", 0, marks=pytest.mark.smoke), ("ppo", 2)])
 def test_one_vs_four_devices(algorithm, lag):
-=======
-@pytest.mark.smoke  # make test-newest
-@pytest.mark.parametrize("algorithm", ["ppo", "impala"])
-def test_one_vs_four_devices(algorithm):
->>>>>>> stack
     if jax.device_count() < 4:
         pytest.skip("needs 4 (fake) devices")
     # Adam (and clipped RMSProp) are nearly blind to the gradient's scale; torch RMSProp
@@ -257,13 +253,8 @@ def test_learner_delay_holds_every_call_but_the_first():
     assert len(times) == 4 and times[0] < 0.3 <= min(times[1:]), times
 
 
-<<<<<<< HEAD
-@pytest.mark.parametrize("lag", [0, 4])
+@pytest.mark.parametrize("lag", [pytest.param(0, marks=pytest.mark.smoke), 4])  # smoke: newest
 def test_resume_continues_bitwise(lag, tmp_path):
-=======
-@pytest.mark.smoke  # make test-newest
-def test_resume_continues_bitwise(tmp_path):
->>>>>>> stack
     """Stopped after update 10 (log windows of 4 do not line up with it), resumed: the
     metrics equal an uninterrupted run's, clock keys aside. With both normalisations: their
     statistics (in the params) and the envs' discounted returns are in the checkpoint; at
