@@ -1,0 +1,87 @@
+"""Loops of env suites inside Anakin's ``shard_map``: their initial carries made varying.
+
+Anakin steps its envs inside ``jax.shard_map``, where every value has a type that says over
+which mesh axes it varies (docs/design.md, "Suites inside shard_map"). The env state comes in
+varying over the data axis; a suite that starts a ``lax.scan`` (or ``fori_loop``,
+``while_loop``) from a constant carry (Craftax's renderer: a zero map, then its mobs drawn in)
+gets a body whose output carry varies and an input carry that does not, which JAX refuses.
+
+``patch_modules(prefix)`` points the ``jax`` and ``lax`` names of the suite's loaded modules
+at stand-ins whose loops first cast the initial carry to varying over every manual axis in
+scope (``jax.lax.pcast(..., to="varying")``: a type cast, no computation). Outside
+``shard_map`` (Sebulba's host envs, the tests' jitted steps) no axis is manual and the loops
+are JAX's own. Nothing outside the suite's modules changes.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+def varying(tree: Any) -> Any:
+    """``tree`` with every leaf varying over every manual mesh axis in scope (unchanged
+    outside ``shard_map``)."""
+    axes = tuple(jax.sharding.get_abstract_mesh().manual_axes)
+    if not axes:
+        return tree
+
+    def cast(x):
+        x = jnp.asarray(x)
+        missing = tuple(a for a in axes if a not in jax.typeof(x).manual_axis_type.varying)
+        return jax.lax.pcast(x, missing, to="varying") if missing else x
+
+    return jax.tree.map(cast, tree)
+
+
+def scan(f, init, *args, **kwargs):
+    """``jax.lax.scan`` from a varying ``init``."""
+    return jax.lax.scan(f, varying(init), *args, **kwargs)
+
+
+def fori_loop(lower, upper, body_fun, init_val, **kwargs):
+    """``jax.lax.fori_loop`` from a varying ``init_val``."""
+    return jax.lax.fori_loop(lower, upper, body_fun, varying(init_val), **kwargs)
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``jax.lax.while_loop`` from a varying ``init_val``."""
+    return jax.lax.while_loop(cond_fun, body_fun, varying(init_val))
+
+
+class _Lax(types.ModuleType):
+    """``jax.lax`` but for its loops (this module's)."""
+
+    scan, fori_loop, while_loop = (staticmethod(scan), staticmethod(fori_loop),
+                                   staticmethod(while_loop))
+
+    def __getattr__(self, name: str):
+        return getattr(jax.lax, name)
+
+
+class _Jax(types.ModuleType):
+    """``jax`` with ``lax`` the stand-in above."""
+
+    lax = _Lax("jax.lax")
+
+    def __getattr__(self, name: str):
+        return getattr(jax, name)
+
+
+JAX, LAX = _Jax("jax"), _Jax.lax
+
+
+def patch_modules(prefix: str) -> None:
+    """Points the ``jax`` and ``lax`` globals of every loaded module named ``prefix`` or
+    ``prefix.*`` at the stand-ins (idempotent)."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == prefix or name.startswith(prefix + ".")):
+            continue
+        if getattr(module, "jax", None) is jax:
+            module.jax = JAX
+        if getattr(module, "lax", None) is jax.lax:
+            module.lax = LAX
