@@ -1,14 +1,19 @@
-"""Loops of env suites inside Anakin's ``shard_map``: their initial carries made varying.
+"""Loops and branches of env suites inside Anakin's ``shard_map``, made to type-check.
 
 Anakin steps its envs inside ``jax.shard_map``, where every value has a type that says over
 which mesh axes it varies (docs/design.md, "Suites inside shard_map"). The env state comes in
 varying over the data axis; a suite that starts a ``lax.scan`` (or ``fori_loop``,
 ``while_loop``) from a constant carry (Craftax's renderer: a zero map, then its mobs drawn in)
-gets a body whose output carry varies and an input carry that does not, which JAX refuses.
+gets a body whose output carry varies and an input carry that does not, which JAX refuses;
+so does a ``lax.cond`` or ``switch`` with a branch that returns a constant where another
+returns something of the state (XLand-MiniGrid's actions).
 
 ``patch_modules(prefix)`` points the ``jax`` and ``lax`` names of the suite's loaded modules
 at stand-ins whose loops first cast the initial carry to varying over every manual axis in
-scope (``jax.lax.pcast(..., to="varying")``: a type cast, no computation). Outside
+scope (``jax.lax.pcast(..., to="varying")``: a type cast, no computation), and whose
+``cond`` and ``switch`` run every branch and select the result (``lax.select_n``, which
+mixes varying and constant operands; under ``vmap`` with a batched predicate JAX turns a
+cond into the same select, so the values are the same bit for bit). Outside
 ``shard_map`` (Sebulba's host envs, the tests' jitted steps) no axis is manual and the loops
 are JAX's own. Nothing outside the suite's modules changes.
 """
@@ -53,11 +58,35 @@ def while_loop(cond_fun, body_fun, init_val):
     return jax.lax.while_loop(cond_fun, body_fun, varying(init_val))
 
 
+def _manual() -> bool:
+    return bool(jax.sharding.get_abstract_mesh().manual_axes)
+
+
+def cond(pred, true_fun, false_fun, *operands, **kwargs):
+    """``jax.lax.cond``; inside ``shard_map`` both branches run and ``pred`` selects (what
+    ``vmap`` makes of a cond anyway), so that a constant branch meets a varying one."""
+    if not _manual():
+        return jax.lax.cond(pred, true_fun, false_fun, *operands, **kwargs)
+    return jax.tree.map(lambda a, b: jax.lax.select_n(jnp.asarray(pred, bool), b, a),
+                        true_fun(*operands), false_fun(*operands))
+
+
+def switch(index, branches, *operands, **kwargs):
+    """``jax.lax.switch``; inside ``shard_map`` every branch runs and ``index`` (clamped, as
+    ``switch`` does) selects."""
+    if not _manual():
+        return jax.lax.switch(index, branches, *operands, **kwargs)
+    index = jnp.clip(jnp.asarray(index, jnp.int32), 0, len(branches) - 1)
+    outs = [b(*operands) for b in branches]
+    return jax.tree.map(lambda *xs: jax.lax.select_n(index, *xs), *outs)
+
+
 class _Lax(types.ModuleType):
-    """``jax.lax`` but for its loops (this module's)."""
+    """``jax.lax`` but for its loops and branches (this module's)."""
 
     scan, fori_loop, while_loop = (staticmethod(scan), staticmethod(fori_loop),
                                    staticmethod(while_loop))
+    cond, switch = staticmethod(cond), staticmethod(switch)
 
     def __getattr__(self, name: str):
         return getattr(jax.lax, name)

@@ -67,22 +67,36 @@ def test_suite_ids_are_prefixed_only():
                 registry.resolve(name, registry.ANAKIN)
 
 
-def _train_tiny(config, monkeypatch, **env_overrides) -> list[dict]:
-    """Trains ``config`` for two updates of 4 envs x 16 steps on one device, the env made
-    with ``env_overrides`` (a short time limit, so that episodes end); checks the losses are
-    finite; returns the rows."""
-    make = registry.make_jax_env
-    monkeypatch.setattr(registry, "make_jax_env",
-                        functools.partial(make, **env_overrides) if env_overrides else make)
-    config.num_envs, config.num_steps, config.num_epochs = 4, 16, 1
+def _limit_episodes(monkeypatch, **env_overrides) -> None:
+    """Every env the registry makes from here on gets ``env_overrides`` (a short time limit,
+    so that episodes end), in both modes; an override passed by the caller wins."""
+    make = registry._make_jittable
+    monkeypatch.setattr(registry, "_make_jittable", lambda library, name, **overrides: make(
+        library, name, **{**env_overrides, **overrides}))
+
+
+def _tiny(config, num_envs: int = 4):
+    """``config`` at a tiny size: ``num_envs`` envs x 16 steps, two updates, one epoch."""
+    config.num_envs, config.num_steps, config.num_epochs = num_envs, 16, 1
     config.num_minibatches, config.log_every, config.updates_per_call = 2, 1, 2
-    config.total_env_steps = 4 * 16 * 2
-    prepare(config)
-    rows = train(config, None, mesh=data_mesh(jax.devices()[:1]))
+    config.total_env_steps = num_envs * 16 * 2
+    return config
+
+
+def _check_rows(rows: list[dict]) -> None:
     assert [r["update"] for r in rows] == [1, 2]
     for r in rows:
         losses = [v for k, v in r.items() if k.startswith("loss/")]
         assert losses and np.all(np.isfinite(losses)), r
+
+
+def _train_tiny(config, monkeypatch, **env_overrides) -> list[dict]:
+    """Trains ``config`` (``_tiny``) in Anakin on one device, the env made with
+    ``env_overrides``; checks the losses are finite; returns the rows."""
+    _limit_episodes(monkeypatch, **env_overrides)
+    prepare(_tiny(config))
+    rows = train(config, None, mesh=data_mesh(jax.devices()[:1]))
+    _check_rows(rows)
     return rows
 
 
@@ -139,3 +153,138 @@ def test_extras_named_in_pyproject():
         extras = tomllib.load(f)["project"]["optional-dependencies"]
     for library in registry.SUITES:
         assert library in extras, library
+
+
+# ----------------------------------------------------------------------------- XLand-MiniGrid
+
+
+@needs("xminigrid")
+def test_xminigrid_ids_are_its_minigrid_tasks():
+    import xminigrid
+
+    from envs.xminigrid import XMINIGRID_IDS
+
+    tasks = {n for n in xminigrid.registered_environments() if n.startswith("MiniGrid-")}
+    assert set(XMINIGRID_IDS) == tasks
+
+
+@needs("xminigrid")
+def test_xminigrid_doorkey_in_anakin(monkeypatch):
+    """configs/doorkey_ppo_rnn.py (GRU agent) at a tiny size with a 10-step time limit: the
+    7x7x2 view, 6 actions; episodes end by the limit (or the goal) within 10 steps."""
+    from configs import doorkey_ppo_rnn
+
+    rows = _train_tiny(doorkey_ppo_rnn.get_config(), monkeypatch, max_steps=10)
+    spec = registry.jax_env_spec("xminigrid:MiniGrid-DoorKey-5x5")
+    assert spec.obs_shape == (7, 7, 2) and spec.num_actions == 6
+    for r in rows:
+        assert r["episode_length"] is not None and r["episode_length"] <= 10.0, r
+        assert 0.0 <= r["episode_return"] <= 1.0, r
+
+
+# ----------------------------------------------------------------------------- every suite
+
+SUITE_CONFIGS = [
+    pytest.param("craftax_classic_ppo_rnn", {"max_timesteps": 10}, "craftax", id="craftax"),
+    pytest.param("doorkey_ppo_rnn", {"max_steps": 10}, "xminigrid", id="xminigrid"),
+]
+
+
+def _config(module: str):
+    import importlib
+
+    return importlib.import_module(f"configs.{module}").get_config()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, limit, library", SUITE_CONFIGS)
+def test_suite_in_sebulba_and_evaluated_with_its_renderer(module, limit, library, tmp_path,
+                                                          monkeypatch):
+    """The suite's config in Sebulba (the jittable env on a host CPU device, a recurrent
+    agent): two updates, finite losses, episodes cut by the time limit, the env's
+    per-episode values logged; then greedy evaluation with a video drawn by the suite's own
+    renderer."""
+    import sebulba.train as sebulba_train
+    from runtime.evaluation import EvalArgs
+    from sebulba.evaluate import evaluate
+
+    if registry.missing_extra(library):
+        pytest.skip(f"the '{library}' extra is not installed: pip install -e '.[{library}]'")
+    _limit_episodes(monkeypatch, **limit)
+    config = _tiny(_config(module))
+    sebulba_train.prepare(config)
+    rows = sebulba_train.train(config, str(tmp_path / "run"))
+    _check_rows(rows)
+    spec = registry.host_env_spec(config.env_id)
+    for r in rows:
+        assert r["episode_length"] is not None and r["episode_length"] <= 10.0, r
+        assert all(f"episode/{n}" in r for n in spec.episode_info), r
+    evaluation = evaluate(config, EvalArgs(workdir=str(tmp_path / "run"), episodes=2,
+                                           greedy=True, video=str(tmp_path / "v.mp4")))
+    assert (evaluation.results.lengths <= 10).all()
+    assert evaluation.frames and evaluation.frames[0].ndim == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, limit, library", SUITE_CONFIGS)
+def test_suite_in_anakin_with_seeds_and_video(module, limit, library, tmp_path, monkeypatch):
+    """Two agents (``num_seeds=2``) of the suite's config in one Anakin program, then the
+    evaluate command's episodes of agent 1 with a video of the suite's own pictures."""
+    from anakin.evaluate import evaluate
+    from runtime.evaluation import EvalArgs
+
+    if registry.missing_extra(library):
+        pytest.skip(f"the '{library}' extra is not installed: pip install -e '.[{library}]'")
+    _limit_episodes(monkeypatch, **limit)
+    config = _tiny(_config(module))
+    config.num_seeds = 2
+    prepare(config)
+    rows = train(config, str(tmp_path / "run"), mesh=data_mesh(jax.devices()[:1]))
+    assert sorted({r["seed"] for r in rows}) == [0, 1]
+    evaluation = evaluate(config, EvalArgs(workdir=str(tmp_path / "run"), episodes=2,
+                                           greedy=True, video=str(tmp_path / "v.mp4"),
+                                           agent=1))
+    assert (evaluation.results.lengths <= 10).all()
+    env = registry.make_jax_env(config.env_id)
+    assert hasattr(env, "render_frames")
+    assert evaluation.frames and evaluation.frames[0].ndim == 3
+
+
+@pytest.mark.parametrize("module, limit, library", [
+    SUITE_CONFIGS[1], pytest.param(*SUITE_CONFIGS[0].values, marks=pytest.mark.slow,
+                                   id="craftax")])
+def test_suite_steps_in_shard_map_equal_plain_jit(module, limit, library):
+    """The suite's steps inside ``shard_map`` (Anakin's, where envs/vma.py's stand-ins act)
+    equal those of a plain jitted vmap (Sebulba's host adapter), bit for bit, over 12
+    steps of 4 envs with random actions and a time limit that resets in between."""
+    from jax.sharding import PartitionSpec as P
+
+    from anakin.episodes import varying
+
+    if registry.missing_extra(library):
+        pytest.skip(f"the '{library}' extra is not installed: pip install -e '.[{library}]'")
+    env = registry.make_jax_env(_config(module).env_id, **limit)
+    n, steps = 4, 12
+    keys = jax.random.split(jax.random.key(0), n)
+    actions = jax.random.randint(jax.random.key(1), (steps, n), 0, env.spec.num_actions)
+    step_keys = jax.random.split(jax.random.key(2), (steps, n))
+
+    def run(keys, actions, step_keys, axis=None):
+        state, _ = jax.vmap(env.reset)(keys)
+        if axis:  # as Anakin's state enters its training call: varying over the data axis
+            state = varying(state, axis)
+
+        def one(state, x):
+            state, ts = jax.vmap(env.step)(state, *x)
+            return state, (ts, state.stats)
+
+        return jax.lax.scan(one, state, (actions, step_keys))[1]
+
+    mesh = data_mesh(jax.devices()[:1])
+    sharded = jax.jit(jax.shard_map(functools.partial(run, axis="data"), mesh=mesh, in_specs=(P("data"), P(None, "data"),
+                                                             P(None, "data")),
+                                    out_specs=P(None, "data")))
+    plain = jax.tree.map(np.asarray, jax.jit(run)(keys, actions, step_keys))
+    inside = jax.tree.map(np.asarray, sharded(keys, actions, step_keys))
+    jax.tree.map(np.testing.assert_array_equal, inside, plain)
+    assert plain[0].truncated.any() or plain[0].terminated.any()
