@@ -228,6 +228,16 @@ class AutoResetJaxEnv(abc.ABC):
         return self.step_drawn(state, action, key_step, reset)
 
 
+def keys_as_data(tree: Any) -> Any:
+    """``tree`` with every PRNG key leaf replaced by its raw data (``jax.random.key_data``),
+    so that it copies to numpy (an env state kept for a video: ``frame_state``)."""
+    def data(x):
+        is_key = jnp.issubdtype(jnp.asarray(x).dtype, jax.dtypes.prng_key)
+        return jax.random.key_data(x) if is_key else x
+
+    return jax.tree.map(data, tree)
+
+
 def host_initial_stats(num_envs: int, info_names: tuple[str, ...] = ()) -> EpisodeStats:
     """Zero numpy statistics for a host batch of ``num_envs`` envs (leaves ``[num_envs]``)."""
     return initial_episode_stats((num_envs,), xp=np, info_names=info_names)

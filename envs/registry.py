@@ -7,7 +7,9 @@ Libraries: ``gymnax`` (every discrete-action id of ``gymnax.registered_envs``:
 ``hopper``, ...; prefixed ids only). gymnax, own and Brax envs are jittable; EnvPool envs run
 on host threads. The suites of ``SUITES`` (``craftax``: ``Craftax-Classic-Symbolic-v1``,
 ``Craftax-Symbolic-v1``; ``xminigrid``: XLand-MiniGrid's MiniGrid tasks,
-``MiniGrid-DoorKey-5x5``, ``MiniGrid-MemoryS8``, ...; prefixed ids only) are jittable too, and each installs as the
+``MiniGrid-DoorKey-5x5``, ``MiniGrid-MemoryS8``, ...; ``jumanji``: its envs with one
+discrete action, ``Snake-v1``, ``Game2048-v1``, ...; ``playground``: MuJoCo Playground's DM
+Control Suite tasks, ``CartpoleBalance``, ...; prefixed ids only) are jittable too, and each installs as the
 optional extra of its name: an id of a suite that is not installed is refused with one line
 naming the extra (``check_extra``).
 
@@ -44,19 +46,23 @@ from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
 GYMNAX, OWN, BRAX, ENVPOOL = "gymnax", "own", "brax", "envpool"
-CRAFTAX, XMINIGRID = "craftax", "xminigrid"
+CRAFTAX, XMINIGRID, JUMANJI, PLAYGROUND = "craftax", "xminigrid", "jumanji", "playground"
 # The suites that install as an optional extra of the same name (``pip install -e
 # '.[craftax]'``): library -> (the module that is there once it is installed, the adapter
 # module, its JaxEnv class, its tuple of env names). Prefixed ids only.
 SUITES = {CRAFTAX: ("craftax", "envs.craftax", "CraftaxEnv", "CRAFTAX_IDS"),
-          XMINIGRID: ("xminigrid", "envs.xminigrid", "XMiniGridEnv", "XMINIGRID_IDS")}
+          XMINIGRID: ("xminigrid", "envs.xminigrid", "XMiniGridEnv", "XMINIGRID_IDS"),
+          JUMANJI: ("jumanji", "envs.jumanji", "JumanjiEnv", "JUMANJI_IDS"),
+          PLAYGROUND: ("mujoco_playground", "envs.playground", "PlaygroundEnv",
+                       "PLAYGROUND_IDS")}
 LIBRARIES = (GYMNAX, OWN, BRAX, ENVPOOL, *SUITES)
 JITTABLE = (GYMNAX, OWN, BRAX, *SUITES)
 OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
 # The time-limit argument of each env library (the evaluate commands' ``--max_episode_steps``).
 TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
                     BRAX: "episode_length", ENVPOOL: "max_episode_steps",
-                    CRAFTAX: "max_timesteps", XMINIGRID: "max_steps"}
+                    CRAFTAX: "max_timesteps", XMINIGRID: "max_steps", JUMANJI: "time_limit",
+                    PLAYGROUND: "episode_length"}
 # The libraries whose host envs render RGB frames themselves, and the option that asks them to.
 RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 

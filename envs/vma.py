@@ -9,8 +9,9 @@ so does a ``lax.cond`` or ``switch`` with a branch that returns a constant where
 returns something of the state (XLand-MiniGrid's actions).
 
 ``patch_modules(prefix)`` points the ``jax`` and ``lax`` names of the suite's loaded modules
-at stand-ins whose loops first cast the initial carry to varying over every manual axis in
-scope (``jax.lax.pcast(..., to="varying")``: a type cast, no computation), and whose
+at stand-ins whose loops cast their carry, in and out of the body, to varying over every
+manual axis in scope (``jax.lax.pcast(..., to="varying")``: a type cast, no computation;
+MJX's bodies return some model constants as they are), and whose
 ``cond`` and ``switch`` run every branch and select the result (``lax.select_n``, which
 mixes varying and constant operands; under ``vmap`` with a batched predicate JAX turns a
 cond into the same select, so the values are the same bit for bit). Outside
@@ -44,18 +45,23 @@ def varying(tree: Any) -> Any:
 
 
 def scan(f, init, *args, **kwargs):
-    """``jax.lax.scan`` from a varying ``init``."""
-    return jax.lax.scan(f, varying(init), *args, **kwargs)
+    """``jax.lax.scan`` with its carry varying, in and out."""
+    def body(carry, x):
+        carry, y = f(carry, x)
+        return varying(carry), y
+
+    return jax.lax.scan(body, varying(init), *args, **kwargs)
 
 
 def fori_loop(lower, upper, body_fun, init_val, **kwargs):
-    """``jax.lax.fori_loop`` from a varying ``init_val``."""
-    return jax.lax.fori_loop(lower, upper, body_fun, varying(init_val), **kwargs)
+    """``jax.lax.fori_loop`` with its carry varying, in and out."""
+    return jax.lax.fori_loop(lower, upper, lambda i, c: varying(body_fun(i, c)),
+                             varying(init_val), **kwargs)
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """``jax.lax.while_loop`` from a varying ``init_val``."""
-    return jax.lax.while_loop(cond_fun, body_fun, varying(init_val))
+    """``jax.lax.while_loop`` with its carry varying, in and out."""
+    return jax.lax.while_loop(cond_fun, lambda c: varying(body_fun(c)), varying(init_val))
 
 
 def _manual() -> bool:

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs import vma
-from envs.autoreset import AutoResetJaxEnv
+from envs.autoreset import AutoResetJaxEnv, keys_as_data
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -97,7 +97,7 @@ class XMiniGridEnv(AutoResetJaxEnv):
     def frame_state(self, state) -> Any:
         """One env's XLand-MiniGrid TimeStep (of its JaxEnvState): what ``render_frames``
         draws."""
-        return state.inner
+        return keys_as_data(state.inner)  # its keys as data: numpy copies it
 
     def render_problem(self) -> str | None:
         """XLand-MiniGrid draws with numpy on any host: never a problem."""

@@ -182,11 +182,71 @@ def test_xminigrid_doorkey_in_anakin(monkeypatch):
         assert 0.0 <= r["episode_return"] <= 1.0, r
 
 
+# ----------------------------------------------------------------------------- Jumanji
+
+
+@needs("jumanji")
+def test_jumanji_ids_are_its_one_discrete_action_envs():
+    import jumanji
+
+    from envs.jumanji import JUMANJI_IDS
+
+    assert set(JUMANJI_IDS) <= set(jumanji.registered_environments())
+    assert "Snake-v1" in JUMANJI_IDS and "BinPack-v2" not in JUMANJI_IDS
+
+
+@needs("jumanji")
+def test_jumanji_snake_in_anakin(monkeypatch):
+    """configs/snake_ppo.py at a tiny size with a 10-step time limit: a 725-vector
+    observation, 4 actions; episodes end by the limit or a crash within 10 steps, with at
+    most one fruit a step."""
+    from configs import snake_ppo
+
+    rows = _train_tiny(snake_ppo.get_config(), monkeypatch, time_limit=10)
+    spec = registry.jax_env_spec("jumanji:Snake-v1")
+    assert spec.obs_shape == (725,) and spec.num_actions == 4
+    for r in rows:
+        assert r["episode_length"] is not None and r["episode_length"] <= 10.0, r
+        assert 0.0 <= r["episode_return"] <= r["episode_length"], r
+
+
+# ----------------------------------------------------------------------------- MuJoCo Playground
+
+
+@needs("playground")
+def test_playground_ids_are_its_dm_control_tasks():
+    from mujoco_playground import dm_control_suite
+
+    from envs.playground import PLAYGROUND_IDS
+
+    assert PLAYGROUND_IDS == tuple(dm_control_suite.ALL_ENVS)
+
+
+@needs("playground")
+def test_playground_cartpole_balance_in_anakin(monkeypatch):
+    """configs/playground_cartpole_balance_ppo.py at a tiny size with a 10-step limit: 5
+    observations, one action in [-1, 1]; every episode is cut at 10 steps (the cart does
+    not fall: DMC tasks end by the limit only), its return within [0, 10] (at most 1 a
+    step)."""
+    from configs import playground_cartpole_balance_ppo
+
+    rows = _train_tiny(playground_cartpole_balance_ppo.get_config(), monkeypatch,
+                       episode_length=10)
+    spec = registry.jax_env_spec("playground:CartpoleBalance")
+    assert spec.obs_shape == (5,) and (spec.action_low, spec.action_high) == ((-1.0,), (1.0,))
+    for r in rows:
+        assert r["episode_length"] == 10.0, r
+        assert 0.0 <= r["episode_return"] <= 10.0, r
+
+
 # ----------------------------------------------------------------------------- every suite
 
 SUITE_CONFIGS = [
     pytest.param("craftax_classic_ppo_rnn", {"max_timesteps": 10}, "craftax", id="craftax"),
     pytest.param("doorkey_ppo_rnn", {"max_steps": 10}, "xminigrid", id="xminigrid"),
+    pytest.param("snake_ppo", {"time_limit": 10}, "jumanji", id="jumanji"),
+    pytest.param("playground_cartpole_balance_ppo", {"episode_length": 10}, "playground",
+                 id="playground"),
 ]
 
 
@@ -245,14 +305,17 @@ def test_suite_in_anakin_with_seeds_and_video(module, limit, library, tmp_path, 
                                            greedy=True, video=str(tmp_path / "v.mp4"),
                                            agent=1))
     assert (evaluation.results.lengths <= 10).all()
-    env = registry.make_jax_env(config.env_id)
-    assert hasattr(env, "render_frames")
     assert evaluation.frames and evaluation.frames[0].ndim == 3
+    env = registry.make_jax_env(config.env_id, **limit)
+    if hasattr(env, "render_frames"):  # the suite's own pictures, under the caption strip
+        state, _ = env.reset(jax.random.key(0))
+        one = jax.tree.map(lambda x: x[None], env.frame_state(state))
+        assert evaluation.frames[0].shape[1:] == env.render_frames(one)[0].shape[1:]
 
 
 @pytest.mark.parametrize("module, limit, library", [
-    SUITE_CONFIGS[1], pytest.param(*SUITE_CONFIGS[0].values, marks=pytest.mark.slow,
-                                   id="craftax")])
+    SUITE_CONFIGS[1], SUITE_CONFIGS[2],
+    pytest.param(*SUITE_CONFIGS[0].values, marks=pytest.mark.slow, id="craftax")])
 def test_suite_steps_in_shard_map_equal_plain_jit(module, limit, library):
     """The suite's steps inside ``shard_map`` (Anakin's, where envs/vma.py's stand-ins act)
     equal those of a plain jitted vmap (Sebulba's host adapter), bit for bit, over 12
