@@ -15,17 +15,11 @@ from configs import base
 
 def get_config():
     c = base.get_config()
-    c.env_id = "xminigrid:MiniGrid-DoorKey-5x5"
-    c.recurrent = "gru"
-    c.recurrent_hidden = 128
+    c.env_id = "xminigrid:MiniGrid-DoorKey-5x5"  # a 7x7x2 view, 6 actions
+    c.recurrent = "gru"            # the view is partial
     c.num_envs = 64                # over all devices (and Sebulba actor threads)
-    c.num_steps = 32
-    c.total_env_steps = 500_000
+    c.num_steps = 32               # sequences of 32 steps (4 minibatches of 16 envs)
     c.learning_rate = 1e-3         # annealed linearly to 0
-    c.num_epochs = 4
-    c.num_minibatches = 4          # of whole sequences (a recurrent agent's only kind)
-    c.gae_lambda = 0.95
-    c.ent_coef = 0.01
     c.log_every = 20               # in updates (40,960 env steps)
     c.updates_per_call = 20        # Anakin: updates per compiled call
     c.num_devices = 1              # Anakin: one device

@@ -17,16 +17,15 @@ from configs import base
 
 def get_config():
     c = base.get_config()
-    c.env_id = "playground:CartpoleBalance"
+    c.env_id = "playground:CartpoleBalance"  # 5 observations, 1 action in [-1, 1]
     c.num_envs = 64                # Playground: 2048
     c.num_steps = 30               # Playground's unroll_length
     c.total_env_steps = 1_000_000  # Playground: 60M
-    c.learning_rate = 1e-3
-    c.num_epochs = 16              # Playground's num_updates_per_batch
-    c.num_minibatches = 4          # Playground: 32 (of 1024 x 30 samples)
-    c.gamma = 0.995
-    c.ent_coef = 1e-2
-    c.normalize_obs = True
+    c.learning_rate = 1e-3         # Playground's, annealed linearly to 0
+    c.num_epochs = 16              # Playground's num_updates_per_batch (4 minibatches: the
+                                   # base config's; Playground: 32 of 1024 x 30 samples)
+    c.gamma = 0.995                # Playground's discounting
+    c.normalize_obs = True         # Playground's normalize_observations
     c.log_every = 20               # in updates (38,400 env steps)
     c.updates_per_call = 20        # Anakin: updates per compiled call
     c.num_devices = 1              # Anakin: one device
