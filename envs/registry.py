@@ -9,9 +9,9 @@ on host threads. The suites of ``SUITES`` (``craftax``: ``Craftax-Classic-Symbol
 ``Craftax-Symbolic-v1``; ``xminigrid``: XLand-MiniGrid's MiniGrid tasks,
 ``MiniGrid-DoorKey-5x5``, ``MiniGrid-MemoryS8``, ...; ``jumanji``: its envs with one
 discrete action, ``Snake-v1``, ``Game2048-v1``, ...; ``playground``: MuJoCo Playground's DM
-Control Suite tasks, ``CartpoleBalance``, ...; prefixed ids only) are jittable too, and each installs as the
-optional extra of its name: an id of a suite that is not installed is refused with one line
-naming the extra (``check_extra``).
+Control Suite tasks, ``CartpoleBalance``, ...; prefixed ids only) are jittable too, and
+each installs as the optional extra of its name: an id of a suite that is not installed is
+refused with one line naming the extra (``check_extra``).
 
 An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is the one rule:
 

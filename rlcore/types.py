@@ -80,7 +80,7 @@ class EnvSpec:
       action_low, action_high: box actions: the bounds, D floats each (the env adapter clips
         actions to them); None for discrete actions.
       episode_info: names of the per-episode values the env reports when an episode ends
-        (Craftax: ``achievement/<name>`` and ``score_percent``); logged as
+        (e.g. ``achievement/<name>`` and ``score_percent``); logged as
         ``episode/<name>``, the mean over the ended episodes (docs/design.md, "Episode
         info"). Empty for most envs.
     """

@@ -4,7 +4,7 @@ when asked for (``wandb_project``), Weights & Biases.
 A ``metrics.jsonl`` line holds ``update``, ``env_steps``, ``wall_time``, ``sps``,
 ``episode_return`` (mean over episodes ended since the previous line, ``null`` if none),
 ``episode_length`` (likewise), ``episode/<name>`` for each per-episode value the env reports
-(``EnvSpec.episode_info``, e.g. Craftax's achievements; likewise), ``loss/...`` and
+(``EnvSpec.episode_info``, e.g. an open-ended env's achievements; likewise), ``loss/...`` and
 ``time/<stage>_s``. Every key whose value
 depends on the clock contains ``time``, ``sps`` or ``wall``; every other value is
 reproducible run to run.

@@ -344,9 +344,9 @@ def test_suite_steps_in_shard_map_equal_plain_jit(module, limit, library):
         return jax.lax.scan(one, state, (actions, step_keys))[1]
 
     mesh = data_mesh(jax.devices()[:1])
-    sharded = jax.jit(jax.shard_map(functools.partial(run, axis="data"), mesh=mesh, in_specs=(P("data"), P(None, "data"),
-                                                             P(None, "data")),
-                                    out_specs=P(None, "data")))
+    sharded = jax.jit(jax.shard_map(
+        functools.partial(run, axis="data"), mesh=mesh,
+        in_specs=(P("data"), P(None, "data"), P(None, "data")), out_specs=P(None, "data")))
     plain = jax.tree.map(np.asarray, jax.jit(run)(keys, actions, step_keys))
     inside = jax.tree.map(np.asarray, sharded(keys, actions, step_keys))
     jax.tree.map(np.testing.assert_array_equal, inside, plain)
