@@ -19,7 +19,8 @@ kept off the console. Video: the observation as bars (MuJoCo's renderer needs Op
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +73,9 @@ class PlaygroundEnv(AutoResetJaxEnv):
             obs_size, action_size = env.observation_size, env.action_size  # a traced reset
         vma.patch_modules("mujoco.mjx")  # its loops inside Anakin's shard_map (envs/vma.py)
         vma.patch_modules("mujoco_playground")
+        with jax.numpy_rank_promotion("allow"):
+            shapes = jax.eval_shape(env.reset, jax.random.key(0))
+        self._layout = state_layout(shapes)
         ctrl = np.asarray(env.mj_model.actuator_ctrlrange, np.float32).reshape(-1, 2)
         self.env_id = f"playground:{name}"
         self.episode_length = int(episode_length or config.episode_length)
@@ -87,18 +91,51 @@ class PlaygroundEnv(AutoResetJaxEnv):
     def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
         with jax.numpy_rank_promotion("allow"):
             state = self._env.reset(key)
-        return jnp.asarray(state.obs, jnp.float32), vma.varying((state, jnp.int32(0)))
+        inner = (pack(state, self._layout), jnp.int32(0))
+        return jnp.asarray(state.obs, jnp.float32), vma.varying(inner)
 
     def _step_inner(
         self, inner: Any, action: jax.Array, key: jax.Array
     ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array]:
         del key  # the env's own key is in its state
-        state, t = inner
+        packed, t = inner
         with jax.numpy_rank_promotion("allow"):
-            state = self._env.step(state, jnp.clip(action, *self._bounds))
+            state = self._env.step(unpack(packed, self._layout),
+                                   jnp.clip(action, *self._bounds))
         t = t + 1
         terminated = state.done > 0.5
         truncated = (t >= self.episode_length) & ~terminated
-        # varying: MJX passes some (empty) model arrays through as constants (envs/vma.py)
-        return (jnp.asarray(state.obs, jnp.float32), vma.varying((state, t)), state.reward,
-                terminated, truncated)
+        # varying: MJX passes some model arrays through as constants (envs/vma.py)
+        return (jnp.asarray(state.obs, jnp.float32),
+                vma.varying((pack(state, self._layout), t)), state.reward, terminated, truncated)
+
+
+class StateLayout(NamedTuple):
+    """Where a Playground state's empty arrays are: its tree structure and, per leaf, the
+    ``ShapeDtypeStruct`` of an empty leaf (None for the others)."""
+
+    treedef: Any
+    empty: tuple[Any, ...]
+
+
+def state_layout(shapes: Any) -> StateLayout:
+    """The ``StateLayout`` of a state's shapes (``jax.eval_shape`` of its reset)."""
+    leaves, treedef = jax.tree.flatten(shapes)
+    return StateLayout(treedef, tuple(x if math.prod(x.shape) == 0 else None for x in leaves))
+
+
+def pack(state: Any, layout: StateLayout) -> tuple[jax.Array, ...]:
+    """A state's non-empty leaves, in order: what the env state keeps (Orbax, which saves
+    Anakin's env states in its checkpoints, refuses arrays of zero size, and MJX's data has
+    several: no actuator activations, no mocap bodies, ...)."""
+    leaves, treedef = jax.tree.flatten(state)
+    if treedef != layout.treedef:
+        raise ValueError(f"playground: the state's structure changed: {treedef}")
+    return tuple(x for x, e in zip(leaves, layout.empty, strict=True) if e is None)
+
+
+def unpack(packed: tuple[jax.Array, ...], layout: StateLayout) -> Any:
+    """The state of ``pack``'s leaves, its empty arrays made anew."""
+    rest = iter(packed)
+    leaves = [next(rest) if e is None else jnp.zeros(e.shape, e.dtype) for e in layout.empty]
+    return jax.tree.unflatten(layout.treedef, leaves)
