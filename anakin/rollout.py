@@ -141,9 +141,14 @@ def _make_step(env: JaxEnv, apply_fn: Callable, nan_at_update: int,
 
 
 def _episodes(done, stats) -> EpisodeSummary:
-    """The episodes that ended in a step (``done [B]``), from the envs' ``stats``."""
+    """The episodes that ended in a step (``done [B]``), from the envs' ``stats`` (with the
+    sums of their per-episode values where the env reports them)."""
+    info = None
+    if stats.completed_info is not None:
+        info = {k: jnp.sum(jnp.where(done, v, 0.0)) for k, v in stats.completed_info.items()}
     return EpisodeSummary(
         return_sum=jnp.sum(jnp.where(done, stats.completed_return, 0.0)),
         length_sum=jnp.sum(jnp.where(done, stats.completed_length, 0)),
         count=jnp.sum(done.astype(jnp.int32)),
+        info=info,
     )

@@ -23,26 +23,30 @@ from envs.base import EpisodeStats, JaxEnvState, TimeStep
 from rlcore.types import EnvSpec
 
 
-def initial_episode_stats(shape: tuple[int, ...] = (), xp: Any = jnp) -> EpisodeStats:
+def initial_episode_stats(shape: tuple[int, ...] = (), xp: Any = jnp,
+                          info_names: tuple[str, ...] = ()) -> EpisodeStats:
     """Zero statistics.
 
     Args:
       shape: batch shape, ``()`` for one env or ``(num_envs,)`` for a host batch.
       xp: array module, ``jax.numpy`` or ``numpy``.
+      info_names: the env's ``EnvSpec.episode_info`` (empty: ``completed_info`` None).
 
     Returns:
-      EpisodeStats with float32 returns and int32 lengths of shape ``shape``, all zero.
+      EpisodeStats with float32 returns and int32 lengths of shape ``shape``, all zero,
+      and float32 zeros ``completed_info[name]`` of that shape.
     """
     return EpisodeStats(
         running_return=xp.zeros(shape, xp.float32),
         running_length=xp.zeros(shape, xp.int32),
         completed_return=xp.zeros(shape, xp.float32),
         completed_length=xp.zeros(shape, xp.int32),
+        completed_info={n: xp.zeros(shape, xp.float32) for n in info_names} or None,
     )
 
 
 def update_episode_stats(
-    stats: EpisodeStats, reward: Any, done: Any, xp: Any = jnp
+    stats: EpisodeStats, reward: Any, done: Any, xp: Any = jnp, info: Any = None
 ) -> EpisodeStats:
     """Adds one step to the running statistics; closes the episode where ``done``.
 
@@ -55,17 +59,24 @@ def update_episode_stats(
       reward: ``[...]`` float32 reward of this step (the unclipped one where there is one).
       done: ``[...]`` bool, ``terminated | truncated`` of this step.
       xp: array module, ``jax.numpy`` or ``numpy``.
+      info: ``{name: [...]}`` the env's per-episode values after this step (kept as
+        ``completed_info`` where ``done``); None for envs that report none.
 
     Returns:
       The updated EpisodeStats, same shapes and dtypes.
     """
     episode_return = (stats.running_return + reward).astype(xp.float32)
     episode_length = (stats.running_length + 1).astype(xp.int32)
+    completed_info = stats.completed_info
+    if info is not None:
+        completed_info = {k: xp.where(done, xp.asarray(v, xp.float32), completed_info[k])
+                          .astype(xp.float32) for k, v in info.items()}
     return EpisodeStats(
         running_return=xp.where(done, xp.float32(0.0), episode_return).astype(xp.float32),
         running_length=xp.where(done, xp.int32(0), episode_length).astype(xp.int32),
         completed_return=xp.where(done, episode_return, stats.completed_return).astype(xp.float32),
         completed_length=xp.where(done, episode_length, stats.completed_length).astype(xp.int32),
+        completed_info=completed_info,
     )
 
 
@@ -112,10 +123,18 @@ class AutoResetJaxEnv(abc.ABC):
 
     Subclasses implement ``_reset_inner`` and ``_step_inner``; this class adds the same-step
     auto-reset, the dtype contract (obs float32, reward float32, flags bool) and the episode
-    statistics. One env; ``vmap`` ``reset``/``step`` for a batch.
+    statistics. One env; ``vmap`` ``reset``/``step`` for a batch. An env that reports
+    per-episode values (``spec.episode_info``) also implements ``_episode_info``.
     """
 
     spec: EnvSpec
+
+    def _episode_info(self, inner: Any) -> dict[str, jax.Array] | None:
+        """``{name: [] float32}`` for every name of ``spec.episode_info``, read from the
+        stepped inner state (before any auto-reset); None (the default) for envs that
+        report none."""
+        del inner
+        return None
 
     @abc.abstractmethod
     def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
@@ -141,7 +160,8 @@ class AutoResetJaxEnv(abc.ABC):
           terminated and truncated ``False``.
         """
         obs, inner = self._reset_inner(key)
-        state = JaxEnvState(inner=strong_typed(inner), stats=initial_episode_stats())
+        state = JaxEnvState(inner=strong_typed(inner),
+                            stats=initial_episode_stats(info_names=self.spec.episode_info))
         obs = jnp.asarray(obs, jnp.float32)
         timestep = TimeStep(
             obs=obs,
@@ -183,7 +203,8 @@ class AutoResetJaxEnv(abc.ABC):
         inner = select_tree(done, reset.inner, inner_st)
         final_obs = jnp.asarray(obs_st, jnp.float32)
         obs = jnp.where(done, reset.obs, final_obs)
-        stats = update_episode_stats(state.stats, reward, done)
+        stats = update_episode_stats(state.stats, reward, done,
+                                     info=self._episode_info(inner_st))
         timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated,
                             final_obs=final_obs)
         return JaxEnvState(inner=inner, stats=stats), timestep
@@ -207,6 +228,16 @@ class AutoResetJaxEnv(abc.ABC):
         return self.step_drawn(state, action, key_step, reset)
 
 
-def host_initial_stats(num_envs: int) -> EpisodeStats:
+def keys_as_data(tree: Any) -> Any:
+    """``tree`` with every PRNG key leaf replaced by its raw data (``jax.random.key_data``),
+    so that it copies to numpy (an env state kept for a video: ``frame_state``)."""
+    def data(x):
+        is_key = jnp.issubdtype(jnp.asarray(x).dtype, jax.dtypes.prng_key)
+        return jax.random.key_data(x) if is_key else x
+
+    return jax.tree.map(data, tree)
+
+
+def host_initial_stats(num_envs: int, info_names: tuple[str, ...] = ()) -> EpisodeStats:
     """Zero numpy statistics for a host batch of ``num_envs`` envs (leaves ``[num_envs]``)."""
-    return initial_episode_stats((num_envs,), xp=np)
+    return initial_episode_stats((num_envs,), xp=np, info_names=info_names)

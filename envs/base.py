@@ -54,12 +54,16 @@ class EpisodeStats:
       completed_return: ``[]`` float32 return of the most recently completed episode;
         read it where the last TimeStep has ``terminated | truncated``.
       completed_length: ``[]`` int32 length of that episode.
+      completed_info: ``{name: []}`` float32 the env's per-episode values of that episode
+        (``EnvSpec.episode_info``, read from its last state before the auto-reset); None for
+        envs that report none (docs/design.md, "Episode info").
     """
 
     running_return: Any
     running_length: Any
     completed_return: Any
     completed_length: Any
+    completed_info: Any = None
 
 
 @struct.dataclass

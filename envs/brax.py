@@ -50,9 +50,10 @@ EPISODE_LENGTH = 1000  # Brax's training default (its EpisodeWrapper's)
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
     """Brax's and MJX's notices at import and env construction (warnings, log records, MJX's
-    prints about its optional GPU kernels), off the console."""
+    prints about its optional GPU kernels), off the console (also MuJoCo Playground's:
+    ``envs.playground``)."""
     loggers = [logging.getLogger(n) for n in ("", "absl", "jax", "mujoco", "brax")]
     levels = [lg.level for lg in loggers]
     try:
@@ -75,7 +76,7 @@ def _brax_numpy():
 
 
 def _get_environment(name: str, **kwargs: Any):
-    with _quiet(), _brax_numpy():
+    with quiet(), _brax_numpy():
         from brax import envs as brax_envs
 
         return brax_envs.get_environment(name, **kwargs)
@@ -157,7 +158,7 @@ class BraxEnv(AutoResetJaxEnv):
 
         q, qd = (np.asarray(x) for x in frame_states)
         states = [SimpleNamespace(q=q[i], qd=qd[i]) for i in range(len(q))]
-        with _quiet():
+        with quiet():
             return [np.asarray(f, np.uint8) for f in image.render_array(
                 self._env.sys, states, height=size[0], width=size[1])]
 

@@ -73,14 +73,16 @@ def reset_batch(
       env: the JaxEnv (one env; vmapped here).
       root_keys: ``[n]`` root keys.
       counter: ``[]`` int call counter.
-      completed: EpisodeStats ``[n]``; its ``completed_*`` are kept (running ones restart).
+      completed: EpisodeStats ``[n]``; its ``completed_*`` (and ``completed_info``) are kept
+        (running ones restart).
 
     Returns:
       ``(state, TimeStep)`` with leaves ``[n, ...]``.
     """
     state, ts = jax.vmap(env.reset)(call_keys(root_keys, counter))
     stats = state.stats.replace(completed_return=completed.completed_return,
-                                completed_length=completed.completed_length)
+                                completed_length=completed.completed_length,
+                                completed_info=completed.completed_info)
     return state.replace(stats=stats), ts
 
 
@@ -127,7 +129,7 @@ class JaxHostEnv:
         self.spec = env.spec
         self.num_envs = int(num_envs)
         self.first_env_index = int(first_env_index)
-        self.stats: EpisodeStats = host_initial_stats(self.num_envs)
+        self.stats: EpisodeStats = host_initial_stats(self.num_envs, env.spec.episode_info)
         self._device = jax.devices("cpu")[0] if device is None else device
         self._obs_dtype = np.dtype(env.spec.obs_dtype)
         env_ids = np.arange(first_env_index, first_env_index + num_envs, dtype=np.int32)

@@ -5,13 +5,19 @@ Libraries: ``gymnax`` (every discrete-action id of ``gymnax.registered_envs``:
 ``OWN_ENVS``: ``Catch``) and ``envpool`` (EnvPool's Atari ``-v5`` ids and ``CartPole-v1``,
 ``Acrobot-v1``) and ``brax`` (Brax's envs, ``envs.brax.BRAX_IDS``: ``inverted_pendulum``,
 ``hopper``, ...; prefixed ids only). gymnax, own and Brax envs are jittable; EnvPool envs run
-on host threads.
+on host threads. The suites of ``SUITES`` (``craftax``: ``Craftax-Classic-Symbolic-v1``,
+``Craftax-Symbolic-v1``; ``xminigrid``: XLand-MiniGrid's MiniGrid tasks,
+``MiniGrid-DoorKey-5x5``, ``MiniGrid-MemoryS8``, ...; ``jumanji``: its envs with one
+discrete action, ``Snake-v1``, ``Game2048-v1``, ...; ``playground``: MuJoCo Playground's DM
+Control Suite tasks, ``CartpoleBalance``, ...; prefixed ids only) are jittable too, and
+each installs as the optional extra of its name: an id of a suite that is not installed is
+refused with one line naming the extra (``check_extra``).
 
 An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is the one rule:
 
-- ``gymnax:NAME``, ``own:NAME``, ``brax:NAME``, ``envpool:NAME``: that library's env
-  ``NAME``. Anakin refuses ``envpool:`` (it runs jittable envs only); Sebulba runs all four
-  (a Brax env on a host CPU device, as a gymnax one).
+- ``gymnax:NAME``, ``own:NAME``, ``brax:NAME``, ``envpool:NAME``, ``craftax:NAME``, ...:
+  that library's env ``NAME``. Anakin refuses ``envpool:`` (it runs jittable envs only);
+  Sebulba runs them all (a Brax or suite env on a host CPU device, as a gymnax one).
 - A bare id resolves to the mode's native library. Own envs also have the bare id
   ``NAME-own`` (``Catch-own`` is ``own:Catch``).
   - Anakin: own, else gymnax. A bare EnvPool-only id (``Breakout-v5``) is refused.
@@ -29,6 +35,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -38,12 +46,23 @@ from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
 GYMNAX, OWN, BRAX, ENVPOOL = "gymnax", "own", "brax", "envpool"
-LIBRARIES = (GYMNAX, OWN, BRAX, ENVPOOL)
-JITTABLE = (GYMNAX, OWN, BRAX)
+CRAFTAX, XMINIGRID, JUMANJI, PLAYGROUND = "craftax", "xminigrid", "jumanji", "playground"
+# The suites that install as an optional extra of the same name (``pip install -e
+# '.[craftax]'``): library -> (the module that is there once it is installed, the adapter
+# module, its JaxEnv class, its tuple of env names). Prefixed ids only.
+SUITES = {CRAFTAX: ("craftax", "envs.craftax", "CraftaxEnv", "CRAFTAX_IDS"),
+          XMINIGRID: ("xminigrid", "envs.xminigrid", "XMiniGridEnv", "XMINIGRID_IDS"),
+          JUMANJI: ("jumanji", "envs.jumanji", "JumanjiEnv", "JUMANJI_IDS"),
+          PLAYGROUND: ("mujoco_playground", "envs.playground", "PlaygroundEnv",
+                       "PLAYGROUND_IDS")}
+LIBRARIES = (GYMNAX, OWN, BRAX, ENVPOOL, *SUITES)
+JITTABLE = (GYMNAX, OWN, BRAX, *SUITES)
 OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
 # The time-limit argument of each env library (the evaluate commands' ``--max_episode_steps``).
 TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
-                    BRAX: "episode_length", ENVPOOL: "max_episode_steps"}
+                    BRAX: "episode_length", ENVPOOL: "max_episode_steps",
+                    CRAFTAX: "max_timesteps", XMINIGRID: "max_steps", JUMANJI: "time_limit",
+                    PLAYGROUND: "episode_length"}
 # The libraries whose host envs render RGB frames themselves, and the option that asks them to.
 RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 
@@ -92,6 +111,9 @@ def library_ids(library: str) -> tuple[str, ...]:
         from envs.brax import BRAX_IDS
 
         return BRAX_IDS
+    if library in SUITES:
+        _, module, _, ids = SUITES[library]
+        return tuple(getattr(importlib.import_module(module), ids))
     try:
         from envs import envpool as envpool_adapter
     except ImportError:
@@ -161,11 +183,29 @@ def resolve(env_id: str, mode: str) -> Resolved:
     resolved = _parse(env_id, mode)
     if resolved is None:
         raise _unknown(env_id, mode)
+    check_extra(env_id, resolved.library)
     if mode == ANAKIN and resolved.library == ENVPOOL:
         matches = ", ".join(_close(env_id, accepted_ids(ANAKIN))) or "none"
         raise ConfigError(f"env_id: '{env_id}' is not a jittable (Anakin) env: it is "
                           f"EnvPool's (Sebulba); close matches: {matches}")
     return resolved
+
+
+def missing_extra(library: str) -> str | None:
+    """The optional extra that ``library`` needs and this install lacks (None: installed, or
+    not a suite)."""
+    if library not in SUITES:
+        return None
+    return None if importlib.util.find_spec(SUITES[library][0]) else library
+
+
+def check_extra(env_id: str, library: str) -> None:
+    """Raises ``ConfigError`` (one line naming the extra to install) where ``env_id``'s suite
+    is not installed; checked when the id resolves, so before anything compiles."""
+    extra = missing_extra(library)
+    if extra is not None:
+        raise ConfigError(f"env_id: '{env_id}' needs the '{extra}' extra, which is not "
+                          f"installed: pip install -e '.[{extra}]'")
 
 
 def _unknown(env_id: str, mode: str) -> ConfigError:
@@ -245,6 +285,9 @@ def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
         from envs.brax import BraxEnv
 
         return BraxEnv(name, **overrides)
+    if library in SUITES:
+        _, module, cls, _ = SUITES[library]
+        return getattr(importlib.import_module(module), cls)(name, **overrides)
     from envs.gymnax import GymnaxEnv
 
     return GymnaxEnv(name, **overrides)
@@ -388,14 +431,17 @@ def render_overrides(env_id: str, mode: str) -> dict[str, Any]:
 
 def obs_frame_fn(env_id: str, mode: str, env) -> Callable:
     """How one observation of ``env`` (made for ``env_id`` in ``mode``) becomes an RGB frame:
-    ``envs.render.obs_frame_fn`` with the env's spec, its name (CartPole gets its drawing)
-    and, for a board env (``rows`` and ``cols`` attributes, e.g. Catch), its grid.
+    the env's own ``obs_frame`` where it has one (Craftax), else ``envs.render.obs_frame_fn``
+    with the env's spec, its name (CartPole gets its drawing) and, for a board env (``rows``
+    and ``cols`` attributes, e.g. Catch), its grid.
 
     Returns:
       ``obs [*obs_shape] -> uint8 [H, W, 3]``.
     """
     from envs.render import obs_frame_fn as frame_fn
 
+    if hasattr(env, "obs_frame"):  # the env draws its observations itself (Craftax's map)
+        return env.obs_frame
     name = resolve(env_id, mode).name
     grid = (env.rows, env.cols) if hasattr(env, "rows") and hasattr(env, "cols") else None
     return frame_fn(env.spec.obs_shape, env.spec.obs_dtype, name, grid)

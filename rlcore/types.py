@@ -79,6 +79,10 @@ class EnvSpec:
         vector's size D.
       action_low, action_high: box actions: the bounds, D floats each (the env adapter clips
         actions to them); None for discrete actions.
+      episode_info: names of the per-episode values the env reports when an episode ends
+        (e.g. ``achievement/<name>`` and ``score_percent``); logged as
+        ``episode/<name>``, the mean over the ended episodes (docs/design.md, "Episode
+        info"). Empty for most envs.
     """
 
     obs_shape: tuple[int, ...] = struct.field(pytree_node=False)
@@ -86,6 +90,7 @@ class EnvSpec:
     num_actions: int = struct.field(pytree_node=False)
     action_low: tuple[float, ...] | None = struct.field(pytree_node=False, default=None)
     action_high: tuple[float, ...] | None = struct.field(pytree_node=False, default=None)
+    episode_info: tuple[str, ...] = struct.field(pytree_node=False, default=())
 
     @property
     def action_shape(self) -> tuple[int, ...]:
@@ -245,21 +250,29 @@ class EpisodeSummary:
       return_sum: sum of the undiscounted returns of the ended episodes.
       length_sum: sum of their lengths.
       count: how many ended.
+      info: ``{name: sum}`` of the env's per-episode values (``EnvSpec.episode_info``) over
+        the ended episodes; None where the env reports none.
     """
 
     return_sum: Any
     length_sum: Any
     count: Any
+    info: Any = None
 
     @classmethod
     def zero(cls) -> "EpisodeSummary":
         return cls(return_sum=0.0, length_sum=0.0, count=0)
 
     def __add__(self, other: "EpisodeSummary") -> "EpisodeSummary":
-        """Host arithmetic: python floats and an int count."""
+        """Host arithmetic: python floats and an int count (a name one side lacks adds 0)."""
+        info = None
+        if self.info is not None or other.info is not None:
+            mine, theirs = self.info or {}, other.info or {}
+            info = {k: float(mine.get(k, 0.0)) + float(theirs.get(k, 0.0))
+                    for k in dict.fromkeys((*mine, *theirs))}
         return EpisodeSummary(return_sum=float(self.return_sum) + float(other.return_sum),
                               length_sum=float(self.length_sum) + float(other.length_sum),
-                              count=int(self.count) + int(other.count))
+                              count=int(self.count) + int(other.count), info=info)
 
     def means(self) -> tuple[float | None, float | None]:
         """Mean return and mean length, ``(None, None)`` when no episode ended."""
@@ -267,9 +280,25 @@ class EpisodeSummary:
             return None, None
         return float(self.return_sum) / int(self.count), float(self.length_sum) / int(self.count)
 
-    def as_list(self) -> list[float]:
-        """``[return_sum, length_sum, count]`` (JSON)."""
-        return [float(self.return_sum), float(self.length_sum), int(self.count)]
+    def info_means(self, names: tuple[str, ...] = ()) -> dict[str, float | None]:
+        """``{name: mean over the ended episodes}`` of ``names`` (default: those held),
+        None when no episode ended."""
+        names = names or tuple(self.info or ())
+        count = int(self.count)
+        return {n: float((self.info or {}).get(n, 0.0)) / count if count else None
+                for n in names}
+
+    def as_list(self, names: tuple[str, ...] = ()) -> list[float]:
+        """``[return_sum, length_sum, count, *info sums of names]`` (JSON; a device array)."""
+        info = self.info or {}
+        return [float(self.return_sum), float(self.length_sum), int(self.count),
+                *(float(info.get(n, 0.0)) for n in names)]
+
+    @classmethod
+    def from_list(cls, values, names: tuple[str, ...] = ()) -> "EpisodeSummary":
+        """The inverse of ``as_list(names)`` (leaves as given: host or device numbers)."""
+        info = {n: values[3 + i] for i, n in enumerate(names)} if names else None
+        return cls(values[0], values[1], values[2], info)
 
 
 @struct.dataclass

@@ -76,7 +76,7 @@ class LogWindows:
 
     def save(self, workdir: str, update: int) -> None:
         """Writes the open windows as ``log_state/<update>.json``, atomically."""
-        agents = [{"window": w, "episodes": e.as_list()}
+        agents = [{"window": w, "episodes": e.as_list(), **({"info": e.info} if e.info else {})}
                   for w, e in zip(self.windows, self.episodes)]
         saved = agents[0] if len(agents) == 1 else {"agents": agents}
         with failure.doing(f"saving the log window of update {update}"):
@@ -92,7 +92,7 @@ class LogWindows:
             saved = json.load(f)
         agents = saved.get("agents", [saved])
         self.windows = [a["window"] for a in agents]
-        self.episodes = [EpisodeSummary(*a["episodes"]) for a in agents]
+        self.episodes = [EpisodeSummary(*a["episodes"], info=a.get("info")) for a in agents]
 
 
 def truncate_metrics(workdir: str, update: int) -> None:

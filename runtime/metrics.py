@@ -3,7 +3,9 @@ when asked for (``wandb_project``), Weights & Biases.
 
 A ``metrics.jsonl`` line holds ``update``, ``env_steps``, ``wall_time``, ``sps``,
 ``episode_return`` (mean over episodes ended since the previous line, ``null`` if none),
-``episode_length`` (likewise), ``loss/...`` and ``time/<stage>_s``. Every key whose value
+``episode_length`` (likewise), ``episode/<name>`` for each per-episode value the env reports
+(``EnvSpec.episode_info``, e.g. an open-ended env's achievements; likewise), ``loss/...`` and
+``time/<stage>_s``. Every key whose value
 depends on the clock contains ``time``, ``sps`` or ``wall``; every other value is
 reproducible run to run.
 
@@ -153,6 +155,7 @@ class MetricsLogger:
                 "episode_return": ep_return,
                 "episode_length": ep_length,
             })
+            row.update({f"episode/{k}": v for k, v in episodes.info_means().items()})
             row.update({k: _to_python(v) for k, v in sorted(scalars.items())})
             rows.append(row)
             self._write(row, tags)

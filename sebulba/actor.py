@@ -270,12 +270,15 @@ class Actor:
 
 def _count_episodes(episodes: EpisodeSummary, stats, done: np.ndarray) -> EpisodeSummary:
     """``episodes`` with those that ended in a step (``done [n]``) added, from the env's
-    ``stats``."""
+    ``stats`` (with the sums of their per-episode values where the env reports them)."""
     if not done.any():
         return episodes
+    info = None
+    if stats.completed_info is not None:
+        info = {k: float(v[done].sum()) for k, v in stats.completed_info.items()}
     return episodes + EpisodeSummary(float(stats.completed_return[done].sum()),
                                      float(stats.completed_length[done].sum()),
-                                     int(done.sum()))
+                                     int(done.sum()), info)
 
 
 @dataclasses.dataclass

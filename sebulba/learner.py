@@ -74,27 +74,33 @@ def _global_array(layout: Layout, spec: P, shards) -> jax.Array:
         tuple(shape), NamedSharding(layout.learner_mesh, spec), list(shards))
 
 
-def episode_array(items: list[RolloutItem], layout: Layout) -> jax.Array:
-    """This process's episode sums as a float32 ``[num_shards, 3]`` array sharded over the
-    mesh (the sums on the first local shard, zeros on the others)."""
-    total = np.sum([it.episodes.as_list() for it in items], axis=0,
-                   dtype=np.float32).reshape(1, 3)
+def episode_array(items: list[RolloutItem], layout: Layout,
+                  info_names: tuple[str, ...] = ()) -> jax.Array:
+    """This process's episode sums as a float32 ``[num_shards, 3 + K]`` array sharded over
+    the mesh (``EpisodeSummary.as_list(info_names)``: return, length and count sums, then
+    the sums of the env's K per-episode values; on the first local shard, zeros on the
+    others)."""
+    width = 3 + len(info_names)
+    total = np.sum([it.episodes.as_list(info_names) for it in items], axis=0,
+                   dtype=np.float32).reshape(1, width)
     arrays = [jax.device_put(total if i == 0 else np.zeros_like(total), d)
               for i, (_s, d, _lo, _hi) in enumerate(layout.local_shards())]
     n = layout.learner_mesh.devices.size
     return jax.make_array_from_single_device_arrays(
-        (n, 3), NamedSharding(layout.learner_mesh, P(AXIS)), arrays)
+        (n, width), NamedSharding(layout.learner_mesh, P(AXIS)), arrays)
 
 
 def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
                       core_state=None, final_value: bool = False,
-                      discounted_return: bool = False, observe=None):
+                      discounted_return: bool = False, observe=None,
+                      info_names: tuple[str, ...] = ()):
     """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
     learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
     minibatches of ``hp``; ``core_state``: a recurrent agent's CoreState (any leaves, for
     the trajectory's structure), None for feed-forward; ``final_value``,
     ``discounted_return``: the rollouts carry that Trajectory field; ``observe``: the
-    normalisation statistics' update (``rlcore.normalize.observer``), or None.
+    normalisation statistics' update (``rlcore.normalize.observer``), or None;
+    ``info_names``: the env's ``EnvSpec.episode_info`` (``episode_array``'s columns).
 
     The input state is not donated: the trainer keeps the last completed update's state
     alive while the next update runs, to checkpoint it if a signal abandons that update
@@ -105,7 +111,8 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
     def device_step(state: LearnerState, traj: Trajectory, episodes, update):
         state, loss = update_fn(state, traj, jax.random.fold_in(roots.update, update))
         sums = jax.lax.psum(jnp.sum(episodes, axis=0), AXIS)
-        return state, LearnerOutput(loss=loss, episodes=EpisodeSummary(*sums))
+        return state, LearnerOutput(loss=loss,
+                                    episodes=EpisodeSummary.from_list(sums, info_names))
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
                          in_specs=(P(), traj_spec(core_state, final_value, discounted_return),

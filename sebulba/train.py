@@ -159,7 +159,8 @@ class SebulbaRun:
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
             initial_core(self.network, 1), config.bootstrap_time_limits,
-            config.normalize_reward, observer(self.network))
+            config.normalize_reward, observer(self.network),
+            info_names=self.spec.episode_info)
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
         self.final_value = (make_final_value_fn(self.network.apply)
                             if config.bootstrap_time_limits else None)
@@ -386,7 +387,9 @@ class LearnerLoop:
         if self.compile_from is not None:  # the first update compiles: nothing new to save
             self.flag.compiling()
         new_state, out = run.learner_step(self.state, batch,
-                                          sl.episode_array(items, run.layout), jnp.int32(u))
+                                          sl.episode_array(items, run.layout,
+                                                           run.spec.episode_info),
+                                          jnp.int32(u))
         self.flag.compiled()
         self.progress.stage(u, TRAINING)
         return new_state, out

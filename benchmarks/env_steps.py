@@ -1,0 +1,69 @@
+"""Env steps per second of a jittable env alone: ``python -m benchmarks.env_steps
+--env_id=craftax:Craftax-Classic-Symbolic-v1 [--num_envs=64] [--steps=100] [--repeats=3]``.
+
+A batch of ``num_envs`` envs (``envs.registry.make_jax_env``, vmapped) stepped ``steps`` times
+with uniformly random actions in one jitted ``lax.scan`` (the same-step auto-reset included,
+as in training); prints the compile seconds and, for each of ``repeats`` timed calls after
+it, the env steps per second. The figure of a suite's row in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+
+from envs import registry
+from rlcore.types import EnvSpec
+
+
+def random_actions(key: jax.Array, spec: EnvSpec, shape: tuple[int, ...]) -> jax.Array:
+    """Uniform actions ``[*shape, *action_shape]``: indices, or boxes within the bounds."""
+    if not spec.action_shape:
+        return jax.random.randint(key, shape, 0, spec.num_actions)
+    low, high = jnp.asarray(spec.action_low), jnp.asarray(spec.action_high)
+    return jax.random.uniform(key, (*shape, spec.num_actions), minval=low, maxval=high)
+
+
+def make_run(env, num_envs: int, steps: int):
+    """Jitted ``run(state, key) -> (state, reward sum)``: ``steps`` random steps of the
+    batch."""
+    step = jax.vmap(env.step)
+
+    def run(state, key):
+        def one(state, k):
+            k_act, k_env = jax.random.split(k)
+            action = random_actions(k_act, env.spec, (num_envs,))
+            state, ts = step(state, action, jax.random.split(k_env, num_envs))
+            return state, jnp.sum(ts.reward)
+
+        state, rewards = jax.lax.scan(one, state, jax.random.split(key, steps))
+        return state, jnp.sum(rewards)
+
+    return jax.jit(run)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env_id", required=True)
+    parser.add_argument("--num_envs", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    env = registry.make_jax_env(args.env_id)
+    state, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.key(0), args.num_envs))
+    run = make_run(env, args.num_envs, args.steps)
+    t = time.perf_counter()
+    compiled = run.lower(state, jax.random.key(1)).compile()
+    print(f"{args.env_id}: {args.num_envs} envs, compile {time.perf_counter() - t:.1f} s")
+    for r in range(args.repeats):
+        t = time.perf_counter()
+        state, total = jax.block_until_ready(compiled(state, jax.random.key(2 + r)))
+        sps = args.num_envs * args.steps / (time.perf_counter() - t)
+        print(f"  call {r + 1}: {sps:,.0f} env steps/s")
+
+
+if __name__ == "__main__":
+    main()
