@@ -388,8 +388,7 @@ def _staleness_report(records, rows_of, png):
                                  "lag, per staleness correction", _return_label)
         if scores else None,
         stale.plot_throughput_vs_lag(png("throughput_vs_lag"), records, "Sebulba PPO "
-                                     "throughput against policy lag (EnvPool CartPole-v1, "
-                                     "jittered actors)"),
+                                     "throughput against policy lag (EnvPool CartPole-v1)"),
     ]
     return sections, plots
 

@@ -21,6 +21,7 @@ import numpy as np
 from benchmarks import ablate_report as report
 
 LAST_FRACTION = 0.2
+DODGE = 0.08  # horizontal offset between the corrections' points in the return plot
 SETTING_FIELDS = ("env", "algorithm")
 ReturnRange = Callable[[str], tuple[float | None, float | None]]
 
@@ -111,7 +112,8 @@ def throughput_table(records: Sequence[dict]) -> str:
 def plot_return_vs_lag(path: str, scores: dict[tuple, LagScore], title: str,
                        axis_label: Callable[[str], str] = lambda env: "return") -> str:
     """Final return (IQM) against policy lag: one panel per (env, algorithm), one line per
-    correction, its 95% interval as a band (already clipped to the return range)."""
+    correction (shifted ``DODGE`` apart), its 95% interval as a band and whiskers (already
+    clipped to the return range)."""
     plt = report._pyplot()
     settings = list(dict.fromkeys(k[:2] for k in scores))
     fig, axes = plt.subplots(1, len(settings), figsize=(max(7.0, 5.5 * len(settings)), 4.6),
@@ -119,9 +121,10 @@ def plot_return_vs_lag(path: str, scores: dict[tuple, LagScore], title: str,
     for ax, setting in zip(axes[0], settings):
         lines = report.groups([{"c": k[2], "lag": k[3], "s": s} for k, s in scores.items()
                                if k[:2] == setting], ("c",))
-        for (corr,), pts in lines.items():
+        for i, ((corr,), pts) in enumerate(lines.items()):
             pts = sorted(pts, key=lambda p: p["lag"])
-            x = [p["lag"] for p in pts]
+            # Each correction a little to the side (DODGE lags apart) so whiskers don't hide.
+            x = np.array([p["lag"] for p in pts]) + DODGE * (i - (len(lines) - 1) / 2)
             y = np.array([p["s"].iqm for p in pts])
             lo, hi = np.array([p["s"].low for p in pts]), np.array([p["s"].high for p in pts])
             line = ax.errorbar(x, y, yerr=[y - lo, hi - y], marker="o", capsize=3,
@@ -164,7 +167,9 @@ def plot_throughput_vs_lag(path: str, records: Sequence[dict], title: str) -> st
     ax.set_ylim(0, 1.15 * max(max(s) for s in sps) if not math.isnan(mean.max()) else None)
     ax.set_xlabel("policy lag (updates the acting params trail the learner's)")
     ax.set_ylabel("env steps per second (per agent, after compile)")
-    ax.set_title(title, fontsize=10)
+    jitter = "/".join(str(j) for j in sorted({r.get("jitter_ms") for _, g in grps for r in g}))
+    ax.set_title(f"{title}\n(actor jitter uniform 0..{jitter} ms per env step; this host)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
