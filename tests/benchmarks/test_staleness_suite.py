@@ -112,7 +112,7 @@ def test_tiny_staleness_slice_runs_and_reports(tmp_path):
     out = tmp_path / "stale"
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.ablate", "--suite=staleness", "--seeds=2",
-         f"--out={out}", "--budget_scale=0.02", "--no_progress",
+         f"--out={out}", "--budget_scale=0.1", "--no_progress",
          "--cells=^(anakin-ppo-CartPole-v1-lag2-(none|vtrace)-|sebulba-ppo-CartPole-v1-lag"
          "[02]-j4-s0)"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
