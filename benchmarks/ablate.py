@@ -40,6 +40,7 @@ from collections.abc import Callable, Collection
 
 import configs
 from benchmarks import ablate_report as report
+from benchmarks import staleness_report as stale
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
 from runtime.arguments import OneLineParser, doc_summary
@@ -374,9 +375,32 @@ def _atari_smoke_report(records, rows_of, png):
     return sections, plots
 
 
+def _staleness_report(records, rows_of, png):
+    """The ``staleness`` suite's sections and plots (``write_report``)."""
+    del rows_of
+    scores = stale.lag_scores(records, registry.return_range)
+    throughput = [r for r in records if r["part"] == "throughput"]
+    sections = [("Return against policy lag", stale.returns_table(scores))] if scores else []
+    if throughput:
+        sections.append(("Throughput against policy lag (Sebulba)",
+                         stale.throughput_table(records)))
+    plots = [
+        stale.plot_return_vs_lag(png("return_vs_lag"), scores, "Final return against policy "
+                                 "lag, per staleness correction", _return_label)
+        if scores else None,
+        stale.plot_throughput_vs_lag(png("throughput_vs_lag"), records, "Sebulba PPO "
+                                     "throughput against policy lag (EnvPool CartPole-v1)"),
+    ]
+    return sections, plots
+
+
+def _return_label(env: str) -> str:
+    return registry.return_axis_label(env).replace("mean episode ", "")
+
+
 # The report of each suite (any other: the atari-smoke suite's).
 SUITE_REPORTS = {"architectures": _architectures_report, "pipelines": _pipelines_report,
-                 "devices": _devices_report}
+                 "devices": _devices_report, "staleness": _staleness_report}
 
 
 ARCH_SPS_FIELDS = ("env", "algorithm", "arch")

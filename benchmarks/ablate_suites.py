@@ -16,6 +16,12 @@ tests and notebooks.
   and 2+2 on 4 fake CPU devices.
 - ``atari-smoke``: Sebulba PPO and IMPALA on Breakout-v5 with a small budget (SPS and stage
   times only).
+- ``staleness``: the policy lag (``policy_lag`` 0, 1, 2, 4, 8) x the stale-rollout
+  correction (``staleness_correction``; IMPALA: none and lr_scale), returns in Anakin (all
+  seeds in one program) for PPO on CartPole-v1 and Breakout-MinAtar and IMPALA on
+  Breakout-MinAtar at the ``architectures`` suite's sizes and budgets; and the throughput
+  each lag buys in Sebulba (PPO, EnvPool CartPole-v1, actors jittered by
+  ``STALE_JITTER_MS``). See docs/design.md, "Pipelines and staleness".
 """
 
 from __future__ import annotations
@@ -110,7 +116,19 @@ ATARI_SIZES = (("num_envs", 8), ("num_actor_threads", 2), ("num_steps", 32),
                ("num_minibatches", 2))
 ATARI_BUDGET = 8 * 32 * 6
 
-SUITES = ("architectures", "pipelines", "devices", "atari-smoke")
+# The staleness suite: lags, the corrections each algorithm takes (runtime.config checks the
+# same list), the (env, algorithm) settings of its returns, and its Sebulba throughput part.
+STALE_LAGS = (0, 1, 2, 4, 8)
+STALE_CORRECTIONS = {"ppo": ("none", "decoupled", "vtrace", "lr_scale", "filter"),
+                     "impala": ("none", "lr_scale")}
+STALE_SETTINGS = (("CartPole-v1", "ppo"), ("Breakout-MinAtar", "ppo"),
+                  ("Breakout-MinAtar", "impala"))
+# Uniform 0..4 ms per actor step of 12 envs (mean 2 ms, about an EnvPool Atari batch's step
+# time on a CPU core), on top of CartPole's own step.
+STALE_JITTER_MS = 4
+STALE_THROUGHPUT_BUDGET = 24 * 32 * 40
+
+SUITES = ("architectures", "pipelines", "devices", "atari-smoke", "staleness")
 
 
 def _num(overrides, key: str) -> int:
@@ -214,8 +232,53 @@ def atari_smoke(num_seeds: int, scale: float) -> list[Cell]:
     return cells
 
 
+def _arch_setting(env: str, algorithm: str) -> Setting:
+    return next(s for s in ARCH_SETTINGS if (s.env, s.algorithm) == (env, algorithm))
+
+
+def staleness_returns(num_seeds: int, scale: float) -> list[Cell]:
+    """Anakin programs (``num_seeds`` seeds each) over settings x lags x corrections."""
+    cells, seeds = [], tuple(range(num_seeds))
+    for env, algorithm in STALE_SETTINGS:
+        s = _arch_setting(env, algorithm)
+        budget = budget_overrides(s.sizes, s.budget, scale)
+        common = (s.sizes + budget + calls_overrides(budget, s.sizes)
+                  + (("algorithm", algorithm), ("env_id", env), ("num_seeds", num_seeds),
+                     ("seed", 0), ("num_devices", 1)))
+        for lag in STALE_LAGS:
+            for corr in STALE_CORRECTIONS[algorithm]:
+                cells.append(Cell(
+                    "staleness", f"anakin-{algorithm}-{env}-lag{lag}-{corr}-"
+                    f"{_seed_range(seeds)}", "anakin", s.anakin_config,
+                    common + (("policy_lag", lag), ("staleness_correction", corr)),
+                    (("part", "returns"), ("arch", "anakin"), ("env", env),
+                     ("algorithm", algorithm), ("lag", lag), ("correction", corr)),
+                    seeds, THRESHOLDS[env]))
+    return cells
+
+
+def staleness_throughput(num_seeds: int, scale: float) -> list[Cell]:
+    """Sebulba PPO programs (one seed each) over lags, actors jittered."""
+    common = PIPELINE_SIZES + budget_overrides(PIPELINE_SIZES, STALE_THROUGHPUT_BUDGET, scale,
+                                               log_points=STALE_THROUGHPUT_BUDGET)
+    return [Cell("staleness", f"sebulba-ppo-CartPole-v1-lag{lag}-j{STALE_JITTER_MS}-s{seed}",
+                 "sebulba", "cartpole_ppo_sebulba.py",
+                 common + (("env_id", "CartPole-v1"), ("policy_lag", lag),
+                           ("debug.actor_jitter_ms", STALE_JITTER_MS),
+                           ("num_actor_threads", 2), ("seed", seed)),
+                 (("part", "throughput"), ("arch", "sebulba"), ("env", "CartPole-v1"),
+                  ("algorithm", "ppo"), ("lag", lag), ("correction", "none"),
+                  ("jitter_ms", STALE_JITTER_MS)),
+                 (seed,), THRESHOLDS["CartPole-v1"])
+            for lag in STALE_LAGS for seed in range(num_seeds)]
+
+
+def staleness(num_seeds: int, scale: float) -> list[Cell]:
+    return staleness_returns(num_seeds, scale) + staleness_throughput(num_seeds, scale)
+
+
 BUILDERS = {"architectures": architectures, "pipelines": pipelines, "devices": devices,
-            "atari-smoke": atari_smoke}
+            "atari-smoke": atari_smoke, "staleness": staleness}
 
 
 def suite_cells(suite: str, num_seeds: int, scale: float = 1.0) -> list[Cell]:

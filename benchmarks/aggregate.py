@@ -251,6 +251,22 @@ def interval_estimates(hns: np.ndarray, reps: int, seed: int
             for i, m in enumerate(METRICS)}
 
 
+def iqm_interval(scores: Sequence[float], reps: int = 2000, seed: int = 0
+                 ) -> tuple[float, float, float]:
+    """``(IQM, ci_low, ci_high)`` of one group's run scores ``[runs]``: rliable's IQM (the 25%
+    trimmed mean) with its 95% percentile bootstrap interval over runs, ``reps``
+    replications, NumPy's global RNG seeded with ``seed`` (as ``interval_estimates``)."""
+    matrix = np.asarray(scores, float).reshape(-1, 1)
+    with warnings.catch_warnings(), global_numpy_seed(seed):
+        warnings.filterwarnings("ignore", message="random_state is deprecated",
+                                category=FutureWarning)
+        points, intervals = library.get_interval_estimates(
+            {"agent": matrix}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=reps,
+            random_state=np.random.RandomState(seed))
+    return (float(points["agent"][0]), float(intervals["agent"][0, 0]),
+            float(intervals["agent"][1, 0]))
+
+
 # --- reports -------------------------------------------------------------------------------
 
 

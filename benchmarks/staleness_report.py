@@ -1,0 +1,178 @@
+"""The ``staleness`` suite's report: return against policy lag per correction, and the
+throughput each lag buys in Sebulba (see docs/design.md, "Pipelines and staleness").
+
+Return statistic (``lag_scores``): a run's score is the mean ``episode_return`` over the last
+``LAST_FRACTION`` (20%) of its log lines (``benchmarks.aggregate.run_score``); the runs of
+one (env, algorithm, correction, lag) group, all at the same env steps, give the IQM of
+their scores (rliable: the 25% trimmed mean) with a 95% percentile stratified-bootstrap
+interval over runs (``benchmarks.aggregate.iqm_interval``), clipped to the env's return
+range. Throughput (``throughput_table``): the Sebulba cells' steady-state SPS per agent
+(``benchmarks.ablate_report.steady_rate``) per lag, actors jittered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from benchmarks import ablate_report as report
+
+LAST_FRACTION = 0.2
+DODGE = 0.08  # horizontal offset between the corrections' points in the return plot
+SETTING_FIELDS = ("env", "algorithm")
+ReturnRange = Callable[[str], tuple[float | None, float | None]]
+
+
+class LagScore(NamedTuple):
+    """One (env, algorithm, correction, lag) group: IQM of the runs' scores, its 95%
+    interval (clipped to the return range), how many runs, and their env steps (one value
+    when all ran the same budget, else the smallest)."""
+
+    iqm: float
+    low: float
+    high: float
+    runs: int
+    env_steps: int
+
+
+def run_score(rec: dict) -> float | None:
+    """Mean return over the last ``LAST_FRACTION`` of a run's log lines that have one."""
+    from benchmarks.aggregate import run_score as score
+
+    returns = [p[2] for p in rec["curve"] if p[2] is not None]
+    return score(returns, LAST_FRACTION) if returns else None
+
+
+def lag_scores(records: Sequence[dict], return_range: ReturnRange | None = None
+               ) -> dict[tuple, LagScore]:
+    """``{(env, algorithm, correction, lag): LagScore}`` of the ``returns`` part's records
+    (groups whose runs have no episode left out)."""
+    from benchmarks.aggregate import iqm_interval
+
+    out = {}
+    part = [r for r in records if r.get("part") == "returns"]
+    for key, recs in report.groups(part, SETTING_FIELDS + ("correction", "lag")).items():
+        scores = [s for s in (run_score(r) for r in recs) if s is not None]
+        if not scores:
+            continue
+        iqm, lo, hi = iqm_interval(scores)
+        lowest, highest = return_range(key[0]) if return_range else (None, None)
+        lo = lo if lowest is None else max(lo, lowest)
+        hi = hi if highest is None else min(hi, highest)
+        out[key] = LagScore(iqm, lo, hi, len(scores), min(r["env_steps"] for r in recs))
+    return out
+
+
+def returns_table(scores: dict[tuple, LagScore]) -> str:
+    """One row per (env, algorithm, correction), one column per lag: ``IQM [low, high]``."""
+    lags = sorted({k[3] for k in scores})
+    rows: dict[tuple, list[str]] = {}
+    for (env, alg, corr, lag), s in scores.items():
+        row = rows.setdefault((env, alg, corr), ["-"] * len(lags) + ["", ""])
+        row[lags.index(lag)] = f"{s.iqm:.1f} [{s.low:.1f}, {s.high:.1f}]"
+        row[-2:] = [f"{s.env_steps:,}", str(s.runs)]
+    headers = ("env", "algorithm", "correction", *(f"lag {g}" for g in lags), "env steps",
+               "runs")
+    return (report.markdown_table(headers, [[*k, *v] for k, v in rows.items()])
+            + f"\n\nIQM over runs of each run's mean return over the last "
+            f"{LAST_FRACTION:.0%} of its log lines, all runs of a row at the same env steps; "
+            "[95% percentile stratified-bootstrap interval over runs (rliable, 2000 "
+            "replications, seed 0), clipped to the env's return range]. Anakin, all seeds "
+            "of a cell in one program.")
+
+
+def throughput_table(records: Sequence[dict]) -> str:
+    """One row per lag of the ``throughput`` part: SPS, params lag, waits."""
+    part = [r for r in records if r.get("part") == "throughput"]
+    grps = report.groups(part, ("lag",))
+    base = report._mean(r["sps"] for r in grps.get((0,), []))
+    rows = []
+    for (lag,), recs in sorted(grps.items()):
+        sps = [r["sps"] for r in recs if r["sps"] is not None]
+        mean = report._mean(sps)
+        gain = f"{mean / base:.2f}x" if mean and base else "-"
+        rows.append([lag, f"{report.fmt(mean)} ({report.fmt(min(sps, default=None))}.."
+                     f"{report.fmt(max(sps, default=None))})", gain,
+                     report.fmt(report._mean(r["params_lag"] for r in recs), ".2f"),
+                     report.fmt(report._mean(r["learner_wait_frac"] for r in recs), ".2f"),
+                     report.fmt(report._mean(r["actor_wait_frac"] for r in recs), ".2f"),
+                     len(recs)])
+    jitter = "/".join(str(j) for j in sorted({r.get("jitter_ms") for r in part}))
+    headers = ("policy lag", "SPS per agent, mean (min..max)", "vs lag 0",
+               "params lag (mean)", "learner waits (fraction)", "actors wait (fraction)",
+               "seeds")
+    return (report.markdown_table(headers, rows) + f"\n\nSebulba PPO, EnvPool CartPole-v1, "
+            f"2 actor threads, actor jitter uniform 0..{jitter} ms per env step; steady-state "
+            "SPS after the first call (this host, under its load).")
+
+
+def plot_return_vs_lag(path: str, scores: dict[tuple, LagScore], title: str,
+                       axis_label: Callable[[str], str] = lambda env: "return") -> str:
+    """Final return (IQM) against policy lag: one panel per (env, algorithm), one line per
+    correction (shifted ``DODGE`` apart), its 95% interval as a band and whiskers (already
+    clipped to the return range)."""
+    plt = report._pyplot()
+    settings = list(dict.fromkeys(k[:2] for k in scores))
+    fig, axes = plt.subplots(1, len(settings), figsize=(max(7.0, 5.5 * len(settings)), 4.6),
+                             squeeze=False)
+    for ax, setting in zip(axes[0], settings):
+        lines = report.groups([{"c": k[2], "lag": k[3], "s": s} for k, s in scores.items()
+                               if k[:2] == setting], ("c",))
+        for i, ((corr,), pts) in enumerate(lines.items()):
+            pts = sorted(pts, key=lambda p: p["lag"])
+            # Each correction a little to the side (DODGE lags apart) so whiskers don't hide.
+            x = np.array([p["lag"] for p in pts]) + DODGE * (i - (len(lines) - 1) / 2)
+            y = np.array([p["s"].iqm for p in pts])
+            lo, hi = np.array([p["s"].low for p in pts]), np.array([p["s"].high for p in pts])
+            line = ax.errorbar(x, y, yerr=[y - lo, hi - y], marker="o", capsize=3,
+                               label=corr).lines[0]
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.12)
+        runs = sorted({s.runs for k, s in scores.items() if k[:2] == setting})
+        steps = min(s.env_steps for k, s in scores.items() if k[:2] == setting)
+        ax.set_title(f"{setting[1].upper()} on {setting[0]} ({steps:,} env steps, "
+                     f"n={'/'.join(map(str, runs))})", fontsize=10)
+        ax.set_xticks(sorted({k[3] for k in scores}))
+        ax.set_xlabel("policy lag (updates the acting params trail the learner's)")
+        ax.set_ylabel(f"IQM of final-20% {axis_label(setting[0])}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(title="staleness_correction", fontsize=8, title_fontsize=8)
+    fig.suptitle(f"{title}\n(bands and whiskers: 95% bootstrap interval over runs, clipped "
+                 "to the return range)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_throughput_vs_lag(path: str, records: Sequence[dict], title: str) -> str | None:
+    """Sebulba SPS per agent against policy lag (mean over seeds, min..max whiskers); None
+    (no file) without throughput records."""
+    grps = sorted(report.groups([r for r in records if r.get("part") == "throughput"
+                                 and r["sps"] is not None], ("lag",)).items())
+    if not grps:
+        return None
+    plt = report._pyplot()
+    x = [lag for (lag,), _ in grps]
+    sps = [[r["sps"] for r in recs] for _, recs in grps]
+    mean = np.array([np.mean(s) for s in sps])
+    err = [mean - [min(s) for s in sps], [max(s) for s in sps] - mean]
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    ax.errorbar(x, mean, yerr=err, marker="o", capsize=4,
+                label=f"mean over seeds (n={'/'.join(sorted({str(len(s)) for s in sps}))}), "
+                      "whiskers min..max")
+    ax.set_xticks(x)
+    ax.set_ylim(0, 1.15 * max(max(s) for s in sps) if not math.isnan(mean.max()) else None)
+    ax.set_xlabel("policy lag (updates the acting params trail the learner's)")
+    ax.set_ylabel("env steps per second (per agent, after compile)")
+    jitter = "/".join(str(j) for j in sorted({r.get("jitter_ms") for _, g in grps for r in g}))
+    ax.set_title(f"{title}\n(actor jitter uniform 0..{jitter} ms per env step; this host)",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
