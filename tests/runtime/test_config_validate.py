@@ -218,6 +218,11 @@ def test_nan_learning_rate_message_names_nan():
     ("anakin", "brax_inverted_pendulum_ppo"),
     ("sebulba", "brax_inverted_pendulum_ppo"),
     ("anakin", "brax_hopper_ppo"),
+    ("anakin", "craftax_classic_ppo_rnn"),
+    ("anakin", "doorkey_ppo_rnn"),
+    ("sebulba", "doorkey_ppo_rnn"),
+    ("anakin", "snake_ppo"),
+    ("anakin", "playground_cartpole_balance_ppo"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -231,7 +236,8 @@ def test_every_runnable_config_is_listed():
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
               "atari_ppo", "atari_impala", "atari_ppo_2core", "memory_ppo",
               "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo",
-              "brax_inverted_pendulum_ppo", "brax_hopper_ppo"}
+              "brax_inverted_pendulum_ppo", "brax_hopper_ppo", "craftax_classic_ppo_rnn",
+              "doorkey_ppo_rnn", "snake_ppo", "playground_cartpole_balance_ppo"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 

@@ -272,8 +272,9 @@ def test_async_pipeline_runs_with_bounded_lag():
 
 
 @needs_4
-@pytest.mark.smoke  # make test-newest
-def test_resume_from_checkpoint_continues(tmp_path):
+@pytest.mark.parametrize("lag", [pytest.param(-1, marks=pytest.mark.smoke),  # make test-newest
+                                 4], ids=["cleanba", "lag4"])
+def test_resume_from_checkpoint_continues(lag, tmp_path):
     """Resumed at update 3 (learner state restored, envs re-seeded from (seed, update)): the
     run finishes its budget, keeps the lines up to the checkpoint and replaces the rest;
     two resumes from one checkpoint agree. With both normalisations: their statistics are
