@@ -82,8 +82,10 @@ def summary(workdir: str, target: float) -> str:
         means = [sum(r.get(timers.metric_key(s), 0.0) for r in timed) / len(timed) for s in STAGES]
         lines.append("seconds per update, per stage (mean over logged updates):")
         lines.append(format_table(STAGES, [[f"{m:.3f}" for m in means]]))
-        sps = [r["sps"] for r in timed[1:]] or [timed[0]["sps"]]
-        lines.append(f"SPS (mean of logged lines after the first): {sum(sps) / len(sps):.0f}")
+        # A line's sps is None until a steady rate exists (the first update, its compile).
+        sps = [r["sps"] for r in timed[1:] if r.get("sps") is not None]
+        lines.append(f"SPS (mean of logged lines after the first): {sum(sps) / len(sps):.0f}"
+                     if sps else "SPS: not measured (no logged line after the first)")
     return "\n".join(lines)
 
 

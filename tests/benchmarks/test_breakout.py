@@ -36,3 +36,21 @@ def test_sigterm_to_the_driver_stops_its_run_with_a_checkpoint(tmp_path):
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(workdir) not in ps  # the run is not left training on
     assert (workdir / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_leaves_out_lines_without_a_rate(tmp_path):
+    """A line's sps is None before a steady rate exists: the summary's mean skips it, and
+    says so where no line has one (a run stopped right after its first update)."""
+    import json
+
+    from benchmarks.breakout import summary
+    from sebulba import timers
+
+    step = timers.metric_key(timers.LEARNER_STEP)
+    rows = [{"update": u, "env_steps": 768 * u, "wall_time": float(u), "episode_return": 1.0,
+             "sps": sps, step: 0.5} for u, sps in [(1, None), (2, None), (3, 300.0), (4, 500.0)]]
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "SPS (mean of logged lines after the first): 400" in summary(str(tmp_path), 1e9)
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    assert "SPS: not measured" in summary(str(tmp_path), 1e9)
