@@ -203,7 +203,7 @@ def _assert_brax_stops_cleanly(delays: list[float], tmp_path) -> None:
     for i, delay in enumerate(delays):
         returncode, err = _sigterm_brax_at(delay, tmp_path / str(i))
         lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(PROGRESS)]
-        assert returncode == 143 and len(lines) == 1 and lines[0].startswith("SIGTERM "), (
+        assert returncode == 143 and len(lines) == 1 and lines[0].startswith("SIGTERM"), (
             delay, returncode, err)
 
 
