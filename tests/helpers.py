@@ -162,3 +162,13 @@ def read_video(path: str) -> np.ndarray:
     with quiet_fork():
         with iio2.get_reader(path, format="FFMPEG") as reader:
             return np.stack([frame for frame in reader.iter_data()])
+
+
+def cell_config(cell):
+    """The config an ablation cell (``benchmarks.ablate_suites.Cell``) runs: its config file
+    with its overrides."""
+    import importlib
+
+    c = importlib.import_module(f"configs.{cell.config[:-3]}").get_config()
+    c.update_from_flattened_dict(dict(cell.overrides))
+    return c

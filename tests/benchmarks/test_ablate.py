@@ -4,7 +4,6 @@ end-to-end run that resumes."""
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import math
 import os
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 
 from benchmarks import ablate, ablate_report, ablate_suites
-from tests.helpers import REPO
+from tests.helpers import REPO, cell_config
 
 # Fields that must be equal between the two architectures of one (env, algorithm) setting.
 MATCHED = ("env_id", "algorithm", "network", "num_envs", "num_steps", "num_epochs",
@@ -28,24 +27,18 @@ MATCHED = ("env_id", "algorithm", "network", "num_envs", "num_steps", "num_epoch
            "log_every", "normalize_obs", "normalize_reward", "bootstrap_time_limits")
 
 
-def _config(cell):
-    c = importlib.import_module(f"configs.{cell.config[:-3]}").get_config()
-    c.update_from_flattened_dict(dict(cell.overrides))
-    return c
-
-
 def test_architectures_cells_have_matched_hyperparameters():
     cells = ablate_suites.suite_cells("architectures", num_seeds=2)
     anakin = [c for c in cells if c.mode == "anakin"]
     assert len(anakin) == 5 and len(cells) == 5 * 3
     assert {c.field("env") for c in anakin} == {"CartPole-v1", "Breakout-MinAtar", "Pendulum-v1"}
     for a in anakin:
-        ca = _config(a)
+        ca = cell_config(a)
         assert ca.num_seeds == 2 and a.seeds == (0, 1)
         twins = [c for c in cells if c.mode == "sebulba" and c.fields[1:] == a.fields[1:]]
         assert [t.seeds for t in twins] == [(0,), (1,)]
         for t in twins:
-            cs = _config(t)
+            cs = cell_config(t)
             for field in MATCHED:
                 va, vs = ca[field], cs[field]
                 if field == "env_id":  # the same gymnax env, named for each mode

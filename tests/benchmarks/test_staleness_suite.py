@@ -5,7 +5,6 @@ and (slow tier) a tiny scaled slice run end to end."""
 from __future__ import annotations
 
 import csv
-import importlib
 import subprocess
 import sys
 
@@ -16,16 +15,10 @@ from scipy import stats
 from benchmarks import ablate, ablate_suites, aggregate, staleness_report
 from envs import registry
 from rlcore.algorithms import REGISTRY as ALGORITHMS
-from tests.helpers import REPO
+from tests.helpers import REPO, cell_config
 
 LAGS = (0, 1, 2, 4, 8)
 PPO = ("none", "decoupled", "vtrace", "lr_scale", "filter")
-
-
-def _config(cell):
-    c = importlib.import_module(f"configs.{cell.config[:-3]}").get_config()
-    c.update_from_flattened_dict(dict(cell.overrides))
-    return c
 
 
 def test_staleness_cells_cover_the_issue_grid():
@@ -39,7 +32,7 @@ def test_staleness_cells_cover_the_issue_grid():
     assert sorted(got) == sorted(want) and len(got) == 60
     budgets = {}
     for c in returns:
-        cfg = _config(c)
+        cfg = cell_config(c)
         assert c.mode == "anakin" and cfg.num_seeds == 5 and c.seeds == tuple(range(5))
         assert (cfg.policy_lag, cfg.staleness_correction) == (c.field("lag"),
                                                               c.field("correction"))
@@ -51,7 +44,7 @@ def test_staleness_cells_cover_the_issue_grid():
     assert sorted((c.field("lag"), c.seeds) for c in throughput) == sorted(
         (g, (s,)) for g in LAGS for s in range(5))
     for c in throughput:
-        cfg = _config(c)
+        cfg = cell_config(c)
         assert c.mode == "sebulba" and cfg.policy_lag == c.field("lag")
         assert cfg.debug.actor_jitter_ms == ablate_suites.STALE_JITTER_MS > 0
     assert len({c.name for c in cells}) == len(cells)
