@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.base import JaxEnv, JaxEnvState
+from envs.base import JaxEnv, JaxEnvState, step_batch
 from rlcore.networks import step_network
 from rlcore.policy import policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
@@ -77,7 +77,7 @@ def step_first_episodes(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
     """One step of every env (auto-reset) with ``action [N]`` and ``env_keys [N]``; an env
     whose first episode ends here records its return and length. ``core``: the recurrent
     agent's state after choosing ``action`` (None: feed-forward)."""
-    state, ts = jax.vmap(env.step)(c.state, action, env_keys)
+    state, ts = step_batch(env, c.state, action, env_keys)
     done = ts.terminated | ts.truncated
     ended = done & ~c.finished
     return FirstEpisodes(

@@ -111,7 +111,7 @@ def _make_step(env: JaxEnv, apply_fn: Callable, nan_at_update: int,
     """``one_step(params, update, carry, (noise_t, step_key, reset)) -> (carry,
     (Trajectory, EpisodeSummary))``: one step of the envs ``[B]`` of ``make_rollout_fn``'s
     scan (its arguments), by the rules of ``rlcore.transitions``."""
-    step_envs = jax.vmap(env.step_drawn)
+    step_envs = env.step_batch_drawn
     branch = transitions.always if over_agents else jax.lax.cond
     values_fn = functools.partial(final_values, apply_fn)
 

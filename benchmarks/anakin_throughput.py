@@ -81,6 +81,7 @@ from benchmarks.common import (
     xla_cpu_threads,
 )
 from envs import registry
+from envs.base import step_batch
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
 from runtime.xla_flags import apply_compile_cache, apply_xla_cpu_flags, cpu_threads_for
@@ -152,13 +153,12 @@ def breakdown_k(num_envs: int, updates_per_call: int) -> int:
 
 def make_random_steps(env, num_envs: int, num_steps: int):
     """``(state, key) -> (state, checksum [T])``: ``num_steps`` random-action steps."""
-    step = jax.vmap(env.step)
     num_actions = env.spec.num_actions
 
     def one_step(key, state, t):
         k_act, k_env = jax.random.split(jax.random.fold_in(key, t))
         action = jax.random.randint(k_act, (num_envs,), 0, num_actions)
-        state, ts = step(state, action, jax.random.split(k_env, num_envs))
+        state, ts = step_batch(env, state, action, jax.random.split(k_env, num_envs))
         # Using obs and reward keeps XLA from dropping their computation.
         return state, jnp.sum(ts.obs) + jnp.sum(ts.reward)
 

@@ -1,10 +1,13 @@
 """Env steps per second of a jittable env alone: ``python -m benchmarks.env_steps
---env_id=craftax:Craftax-Classic-Symbolic-v1 [--num_envs=64] [--steps=100] [--repeats=3]``.
+--env_id=craftax:Craftax-Classic-Symbolic-v1 [--num_envs=64] [--steps=100] [--repeats=3]
+[--lazy_reset_chunk=K]``.
 
-A batch of ``num_envs`` envs (``envs.registry.make_jax_env``, vmapped) stepped ``steps`` times
-with uniformly random actions in one jitted ``lax.scan`` (the same-step auto-reset included,
-as in training); prints the compile seconds and, for each of ``repeats`` timed calls after
-it, the env steps per second. The figure of a suite's row in docs/results.md.
+A batch of ``num_envs`` envs (``envs.registry.make_jax_env``) stepped ``steps`` times with
+uniformly random actions in one jitted ``lax.scan``, through the batch step the trainers use
+(``envs.base.step_batch``: the same-step auto-reset included, lazy where the env's
+``lazy_reset_chunk`` is set; ``--lazy_reset_chunk`` overrides it, 0 for eager); prints the
+compile seconds and, for each of ``repeats`` timed calls after it, the env steps per second.
+The figure of a suite's row in docs/results.md.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from envs import registry
+from envs.base import step_batch
 from rlcore.types import EnvSpec
 
 
@@ -30,13 +34,11 @@ def random_actions(key: jax.Array, spec: EnvSpec, shape: tuple[int, ...]) -> jax
 def make_run(env, num_envs: int, steps: int):
     """Jitted ``run(state, key) -> (state, reward sum)``: ``steps`` random steps of the
     batch."""
-    step = jax.vmap(env.step)
-
     def run(state, key):
         def one(state, k):
             k_act, k_env = jax.random.split(k)
             action = random_actions(k_act, env.spec, (num_envs,))
-            state, ts = step(state, action, jax.random.split(k_env, num_envs))
+            state, ts = step_batch(env, state, action, jax.random.split(k_env, num_envs))
             return state, jnp.sum(ts.reward)
 
         state, rewards = jax.lax.scan(one, state, jax.random.split(key, steps))
@@ -51,8 +53,12 @@ def main() -> None:
     parser.add_argument("--num_envs", type=int, default=64)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lazy_reset_chunk", type=int, default=-1,
+                        help="episodes drawn per pass of the lazy reset; 0 eager; -1 the env's")
     args = parser.parse_args()
     env = registry.make_jax_env(args.env_id)
+    if args.lazy_reset_chunk >= 0:
+        env.lazy_reset_chunk = args.lazy_reset_chunk
     state, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.key(0), args.num_envs))
     run = make_run(env, args.num_envs, args.steps)
     t = time.perf_counter()

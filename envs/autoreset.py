@@ -128,6 +128,9 @@ class AutoResetJaxEnv(abc.ABC):
     """
 
     spec: EnvSpec
+    # 0: every step draws the episode that would start (cheap resets); k > 0: a batch's
+    # step draws only the ended envs' episodes, k per pass (``step_batch_drawn``).
+    lazy_reset_chunk: int = 0
 
     def _episode_info(self, inner: Any) -> dict[str, jax.Array] | None:
         """``{name: [] float32}`` for every name of ``spec.episode_info``, read from the
@@ -172,42 +175,74 @@ class AutoResetJaxEnv(abc.ABC):
         )
         return state, timestep
 
-    def draw_reset(self, key: jax.Array) -> tuple[jax.Array, ResetDraw]:
+    def draw_reset(self, key: jax.Array) -> tuple[jax.Array, ResetDraw | jax.Array]:
         """The randomness of one ``step(state, action, key)`` drawn ahead: the key of the
         step itself and the episode that starts if this step ends one.
 
         A rollout draws these for all its steps at once, outside its loop (on CPU every
-        random draw inside a loop body is a small loop of its own).
+        random draw inside a loop body is a small loop of its own). An env with
+        ``lazy_reset_chunk`` > 0 draws only the reset's key: its episodes are drawn in
+        ``step_batch_drawn``, for the envs that ended only.
 
         Args:
           key: the step's PRNG key.
 
         Returns:
-          ``(key_step, ResetDraw)``.
+          ``(key_step, ResetDraw)``, or ``(key_step, key_reset)`` for a lazy env.
         """
         key_step, key_reset = jax.random.split(key)
-        obs, inner = self._reset_inner(key_reset)
-        return key_step, ResetDraw(obs=jnp.asarray(obs, jnp.float32), inner=inner)
+        if self.lazy_reset_chunk:
+            return key_step, key_reset
+        return key_step, self._draw_episode(key_reset)
 
-    def step_drawn(
-        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array, reset: ResetDraw
-    ) -> tuple[JaxEnvState, TimeStep]:
-        """``step`` with its randomness from ``draw_reset``: same result, bit for bit."""
+    def _draw_episode(self, key: jax.Array) -> ResetDraw:
+        """The episode that starts with reset key ``key``."""
+        obs, inner = self._reset_inner(key)
+        return ResetDraw(obs=jnp.asarray(obs, jnp.float32), inner=inner)
+
+    def _advance(self, state: JaxEnvState, action: jax.Array,
+                 key_step: jax.Array) -> tuple[Any, EpisodeStats, TimeStep]:
+        """One step without the reset: ``(stepped inner state, statistics, TimeStep)`` whose
+        ``obs`` and ``final_obs`` are both the stepped observation."""
         obs_st, inner_st, reward, terminated, truncated = self._step_inner(
             state.inner, action, key_step
         )
         reward = jnp.asarray(reward, jnp.float32)
         terminated = jnp.asarray(terminated, jnp.bool_)
         truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
-        done = terminated | truncated
-        inner = select_tree(done, reset.inner, inner_st)
-        final_obs = jnp.asarray(obs_st, jnp.float32)
-        obs = jnp.where(done, reset.obs, final_obs)
-        stats = update_episode_stats(state.stats, reward, done,
+        stats = update_episode_stats(state.stats, reward, terminated | truncated,
                                      info=self._episode_info(inner_st))
-        timestep = TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated,
-                            final_obs=final_obs)
-        return JaxEnvState(inner=inner, stats=stats), timestep
+        final_obs = jnp.asarray(obs_st, jnp.float32)
+        return inner_st, stats, TimeStep(obs=final_obs, reward=reward, terminated=terminated,
+                                         truncated=truncated, final_obs=final_obs)
+
+    def step_drawn(
+        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array,
+        reset: ResetDraw | jax.Array,
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """``step`` with its randomness from ``draw_reset``: same result, bit for bit."""
+        if self.lazy_reset_chunk:
+            reset = self._draw_episode(reset)
+        inner_st, stats, ts = self._advance(state, action, key_step)
+        done = ts.terminated | ts.truncated
+        inner = select_tree(done, reset.inner, inner_st)
+        obs = jnp.where(done, reset.obs, ts.final_obs)
+        return JaxEnvState(inner=inner, stats=stats), ts.replace(obs=obs)
+
+    def step_batch_drawn(
+        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array,
+        reset: ResetDraw | jax.Array,
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """``step_drawn`` over a batch ``[B]`` (leaves of every argument ``[B, ...]``). An env
+        with ``lazy_reset_chunk`` = k > 0 draws the new episodes of the envs that ended
+        only, k at a time (``reset_ended``; docs/design.md, "Same-step auto-reset"); any
+        other is ``vmap(step_drawn)``."""
+        if not self.lazy_reset_chunk:
+            return jax.vmap(self.step_drawn)(state, action, key_step, reset)
+        inner_st, stats, ts = jax.vmap(self._advance)(state, action, key_step)
+        inner, obs = reset_ended(self._draw_episode, ts.terminated | ts.truncated, reset,
+                                 inner_st, ts.final_obs, self.lazy_reset_chunk)
+        return JaxEnvState(inner=inner, stats=stats), ts.replace(obs=obs)
 
     def step(
         self, state: JaxEnvState, action: jax.Array, key: jax.Array
@@ -226,6 +261,49 @@ class AutoResetJaxEnv(abc.ABC):
         """
         key_step, reset = self.draw_reset(key)
         return self.step_drawn(state, action, key_step, reset)
+
+
+def reset_ended(draw_episode: Any, done: jax.Array, reset_keys: jax.Array, inner: Any,
+                obs: jax.Array, chunk: int) -> tuple[Any, jax.Array]:
+    """Replaces the envs that ended by their next episode, drawing only theirs.
+
+    A ``while`` loop takes the first ``chunk`` ended envs not yet reset, draws their
+    episodes (``vmap(draw_episode)`` over ``chunk`` keys) and writes them in place; it runs
+    ``ceil(ended / chunk)`` times, none in a step where no env ended. Each env's episode
+    comes from its own key, so the result is that of a ``vmap`` over all ``B`` envs
+    followed by a select, at a fraction of the cost where a reset is dear, wherever the
+    env's reset draws the same episode at every batch width (bit for bit for gymnax
+    CartPole and Catch, tests/envs/test_jax_env_adapters.py). Craftax's world generation
+    does not (a 16-wide ``vmap`` draws other worlds than one env does); here each env gets
+    the world of its own single draw (tests/envs/test_suite_envs.py; docs/design.md,
+    "Same-step auto-reset").
+
+    Args:
+      draw_episode: ``key -> ResetDraw`` of one env.
+      done: ``[B]`` bool, the envs whose episode ended this step.
+      reset_keys: ``[B]`` PRNG keys of the resets.
+      inner: the stepped inner states, leaves ``[B, ...]``.
+      obs: ``[B, *obs_shape]`` float32, the stepped observations.
+      chunk: episodes drawn per pass.
+
+    Returns:
+      ``(inner, obs)`` with the ended envs' entries replaced; shapes and dtypes kept.
+    """
+    size = done.shape[0]
+
+    def one_pass(carry):
+        pending, inner, obs = carry
+        idx = jnp.nonzero(pending, size=chunk, fill_value=size)[0]  # [chunk]; size: none
+        new = jax.vmap(draw_episode)(reset_keys[jnp.minimum(idx, size - 1)])
+        def put(old, fresh):
+            fresh = fresh if fresh.dtype == old.dtype else fresh.astype(old.dtype)
+            return old.at[idx].set(fresh, mode="drop")
+
+        return (pending.at[idx].set(False, mode="drop"), jax.tree.map(put, inner, new.inner),
+                put(obs, new.obs))
+
+    _, inner, obs = jax.lax.while_loop(lambda c: jnp.any(c[0]), one_pass, (done, inner, obs))
+    return inner, obs
 
 
 def keys_as_data(tree: Any) -> Any:

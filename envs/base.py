@@ -95,6 +95,21 @@ class JaxEnv(Protocol):
     ) -> tuple[JaxEnvState, TimeStep]:
         """``step`` with its randomness from ``draw_reset(key)``: the same result."""
 
+    def step_batch_drawn(
+        self, state: JaxEnvState, action: jax.Array, key_step: jax.Array, reset: Any
+    ) -> tuple[JaxEnvState, TimeStep]:
+        """``vmap(step_drawn)`` over a batch ``[B]``: the same result (an env may draw only
+        the ended envs' episodes, ``envs.autoreset.reset_ended``)."""
+
+
+def step_batch(env: JaxEnv, state: JaxEnvState, action: jax.Array,
+               keys: jax.Array) -> tuple[JaxEnvState, TimeStep]:
+    """``vmap(env.step)`` over a batch ``[B]`` (``keys [B]``), the same result, through
+    ``draw_reset`` and ``step_batch_drawn`` (an env with lazy resets draws only the ended
+    envs' episodes). Every batched step outside the rollout's scan goes through here."""
+    key_step, reset = jax.vmap(env.draw_reset)(keys)
+    return env.step_batch_drawn(state, action, key_step, reset)
+
 
 class HostEnv(Protocol):
     """A batch of host-side envs with numpy inputs and outputs."""

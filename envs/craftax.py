@@ -79,7 +79,12 @@ class CraftaxEnv(AutoResetJaxEnv):
     Attributes:
       spec: float32 ``[1345]`` (Classic) or ``[8268]`` observations, 17 or 43 actions,
         ``episode_info``: every ``achievement/<name>``, then ``score_percent``.
+      lazy_reset_chunk: 1, a world generation costs a few hundred steps: a batch's step
+        generates the worlds of the envs that ended only, one per pass
+        (``envs.autoreset.reset_ended``; docs/design.md, "Same-step auto-reset").
     """
+
+    lazy_reset_chunk = 1
 
     def __init__(self, name: str, **param_overrides: Any):
         if name not in CRAFTAX_IDS:

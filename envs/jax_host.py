@@ -34,6 +34,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from envs import base
 from envs.autoreset import host_initial_stats
 from envs.base import EpisodeStats, JaxEnv, JaxEnvState, TimeStep
 
@@ -102,7 +103,7 @@ def step_batch(
     Returns:
       ``(state, TimeStep)`` with leaves ``[n, ...]``.
     """
-    return jax.vmap(env.step)(state, actions, call_keys(root_keys, counter))
+    return base.step_batch(env, state, actions, call_keys(root_keys, counter))
 
 
 class JaxHostEnv:

@@ -53,6 +53,11 @@ class MaskedObsEnv:
         state, ts = self.env.step_drawn(state, action, key_step, reset)
         return state, self._mask(ts)
 
+    def step_batch_drawn(self, state: JaxEnvState, action: jax.Array, key_step: jax.Array,
+                         reset: Any):
+        state, ts = self.env.step_batch_drawn(state, action, key_step, reset)
+        return state, self._mask(ts)
+
 
 def masked_cartpole(max_steps: int = 0, **overrides: Any) -> MaskedObsEnv:
     """gymnax CartPole-v1 seeing ``[x, theta]`` only.

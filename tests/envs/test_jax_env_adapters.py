@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from envs.base import step_batch
 from envs.catch import CatchEnv
 from envs.gymnax import GymnaxEnv
 
@@ -153,32 +154,43 @@ def test_gymnax_unknown_param_is_config_error():
         GymnaxEnv("CartPole-v1", max_step=3)
 
 
-@pytest.mark.parametrize("make_env", [lambda: GymnaxEnv("CartPole-v1"), lambda: CatchEnv()],
-                         ids=["gymnax-cartpole", "catch"])
+def _lazy(env, chunk: int):
+    env.lazy_reset_chunk = chunk
+    return env
+
+
+@pytest.mark.parametrize("make_env", [
+    lambda: GymnaxEnv("CartPole-v1"), lambda: CatchEnv(),
+    # Lazy resets, 3 per pass of 8 envs; a 12-step limit ends up to all 8 in one step.
+    lambda: _lazy(GymnaxEnv("CartPole-v1", max_steps_in_episode=12), 3),
+    lambda: _lazy(CatchEnv(), 1)], ids=["gymnax-cartpole", "catch", "lazy-cartpole", "lazy-catch"])
 def test_step_drawn_equals_step(make_env):
-    """A reset drawn ahead (``draw_reset``) and ``step_drawn`` give ``step``'s result, bit for
+    """A reset drawn ahead (``draw_reset``) and ``step_drawn``, and the batch step
+    (``envs.base.step_batch``, lazy resets included), give ``vmap(step)``'s result, bit for
     bit, over many episode ends."""
     env = make_env()
     n = 8
-    state, ts = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), n))
-    drawn_state = state
+    state, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), n))
 
     @jax.jit
-    def both(state, drawn_state, t):
+    def three_ways(state, t):
         keys = jax.random.split(jax.random.fold_in(jax.random.key(1), t), n)
         action = jax.random.randint(jax.random.fold_in(jax.random.key(2), t), (n,), 0,
                                     env.spec.num_actions)
-        a = jax.vmap(env.step)(state, action, keys)
         key_step, reset = jax.vmap(env.draw_reset)(keys)
-        b = jax.vmap(env.step_drawn)(drawn_state, action, key_step, reset)
-        return a, b
+        return (jax.vmap(env.step)(state, action, keys),
+                jax.vmap(env.step_drawn)(state, action, key_step, reset),
+                step_batch(env, state, action, keys))
 
-    ends = 0
+    ends, most = 0, 0
     for t in range(60):
-        (state, ts_a), (drawn_state, ts_b) = both(state, drawn_state, t)
-        jax.tree.map(np.testing.assert_array_equal, (state, ts_a), (drawn_state, ts_b))
-        ends += int(np.sum(ts_a.terminated | ts_a.truncated))
-    assert ends > 0
+        stepped, drawn, batch = three_ways(state, t)
+        jax.tree.map(np.testing.assert_array_equal, stepped, drawn)
+        jax.tree.map(np.testing.assert_array_equal, stepped, batch)
+        state, ts = stepped
+        ended = int(np.sum(ts.terminated | ts.truncated))
+        ends, most = ends + ended, max(most, ended)
+    assert ends > 0 and most > env.lazy_reset_chunk
 
 
 @pytest.mark.parametrize("env_id,high", [("Pendulum-v1", 2.0), ("MountainCarContinuous-v0", 1.0)])

@@ -11,11 +11,14 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from anakin.train import prepare, train
 from envs import registry
+from envs.autoreset import keys_as_data
+from envs.base import step_batch
 from rlcore.errors import ConfigError
 from runtime.distributed import data_mesh
 
@@ -107,8 +110,6 @@ def _train_tiny(config, monkeypatch, **env_overrides) -> list[dict]:
 def test_craftax_episode_values_are_the_papers_measures():
     """``achievement/<name>``: 100 where unlocked; ``score_percent``: the achievements'
     reward over the most they pay (Classic 22 x 1; Craftax 226 over 67 weighted 1/3/5/8)."""
-    import jax.numpy as jnp
-
     from envs.craftax import CLASSIC, FULL, SCORE, achievement_weights, episode_values
 
     names, w = achievement_weights(CLASSIC)
@@ -125,6 +126,31 @@ def test_craftax_episode_values_are_the_papers_measures():
     got[np.argmax(w)] = True  # one achievement of reward 8
     values = episode_values(jnp.asarray(got), jnp.asarray(w), names)
     assert float(values[SCORE]) == pytest.approx(800 / 226)
+
+
+@needs("craftax")
+@pytest.mark.slow
+def test_craftax_lazy_reset_draws_each_envs_own_world():
+    """Craftax's lazy reset (``lazy_reset_chunk`` 1) in a batch of 6 whose episodes all end
+    at step 2 (six passes): every env's next world, state and obs, is the one its own
+    single ``step`` draws, and the statistics match too."""
+    from envs.craftax import CLASSIC, CraftaxEnv
+
+    env, n = CraftaxEnv(CLASSIC, max_timesteps=2), 6
+    assert env.lazy_reset_chunk == 1
+    state, _ = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), n))
+    action = jnp.zeros(n, jnp.int32)
+    step_one, batch = jax.jit(env.step), jax.jit(lambda s, a, k: step_batch(env, s, a, k))
+    for t in range(2):
+        keys = jax.random.split(jax.random.key(t + 1), n)
+        state_b, ts_b = batch(state, action, keys)
+        for i in range(n):
+            take = functools.partial(lambda i, x: x[i], i)
+            want = step_one(jax.tree.map(take, state), action[i], keys[i])
+            got = jax.tree.map(take, (state_b, ts_b))
+            jax.tree.map(np.testing.assert_array_equal, keys_as_data(want), keys_as_data(got))
+        state = state_b
+    assert bool(np.all(ts_b.terminated | ts_b.truncated))
 
 
 @needs("craftax")
