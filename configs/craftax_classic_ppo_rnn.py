@@ -6,8 +6,9 @@ of 8 minibatches, Adam at 2e-4 annealed to 0, gamma 0.99, GAE lambda 0.8, clip 0
 entropy 0.01, value 0.5, gradient norm 1.0, a GRU core; 1e9 env steps. Scaled to a 2-core
 CPU host: 64 envs (the same 64-step rollouts and 8 sequence minibatches), a GRU of 256
 units after this project's 2x64 MLP torso (the paper's layers are 512 wide; the torso's
-width is not a config field here), and 1M env steps, what a few hours of this host give
-(docs/results.md, "Craftax": its env steps/s). Every episode logs ``episode/score_percent``
+width is not a config field here), and 1M env steps: about 16 minutes for 3 seeds in one
+program (``--config.num_seeds=3``) on a 2-core host, score 25% of the maximum
+(docs/suites.md, "Measured results"). Every episode logs ``episode/score_percent``
 (the achievements' reward as % of the maximum, as the paper reports) and
 ``episode/achievement/<name>`` (% of episodes that unlocked it).
 
