@@ -3,7 +3,8 @@
 
 The Craftax paper's PPO-RNN (its baselines' ``ppo_rnn.py``): 1024 envs x 64 steps, 4 epochs
 of 8 minibatches, Adam at 2e-4 annealed to 0, gamma 0.99, GAE lambda 0.8, clip 0.2,
-entropy 0.01, value 0.5, gradient norm 1.0, a GRU core; 1e9 env steps. Scaled to a 2-core
+entropy 0.01, value 0.5, gradient norm 1.0, a GRU core; 1e9 env steps. Its value loss is
+clipped too; ours is not (``clip_vloss`` False, the base config's). Scaled to a 2-core
 CPU host: 64 envs (the same 64-step rollouts and 8 sequence minibatches), a GRU of 256
 units after this project's 2x64 MLP torso (the paper's layers are 512 wide; the torso's
 width is not a config field here), and 1M env steps: about 16 minutes for 3 seeds in one

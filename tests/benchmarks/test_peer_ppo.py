@@ -1,10 +1,16 @@
 """benchmarks.peer_ppo: the side-by-side harness measures what it says, on our training loop
-and on a stand-in peer with PureJaxRL's interface (the real peer is not in the repository)."""
+and on a stand-in peer with PureJaxRL's interface (the real peers are not in the
+repository); our side trains with the peer's hyperparameters; the distrax stand-in is
+distrax's math."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from anakin import train as anakin_train
@@ -69,6 +75,43 @@ def test_summary_is_ours_over_the_peer():
     (row,) = peer_ppo.summary(rows)
     assert row[0] == "4x128" and row[3] == "1.25x" and row[4] == "0.50x"
     assert (row[5], row[6]) == ("9.0", "5.5")
+
+
+def test_categorical_stand_in_is_the_categorical_math():
+    """log_prob and entropy against NumPy's softmax; samples from each row's distribution."""
+    logits = jnp.array([[0.3, -1.2, 2.0], [0.0, 0.0, 0.0]])
+    dist = peer_ppo.CategoricalStandIn(logits)
+    p = np.exp(np.asarray(logits)) / np.exp(np.asarray(logits)).sum(-1, keepdims=True)
+    np.testing.assert_allclose(dist.log_prob(jnp.array([2, 1])), np.log([p[0, 2], p[1, 1]]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(dist.entropy(), -(p * np.log(p)).sum(-1), rtol=1e-6)
+    draws = jax.vmap(lambda k: dist.sample(seed=k))(jax.random.split(jax.random.key(0), 4000))
+    freq = np.stack([np.bincount(np.asarray(draws[:, r]), minlength=3) / 4000 for r in (0, 1)])
+    np.testing.assert_allclose(freq, p, atol=0.03)
+
+
+def test_a_distrax_that_does_not_import_is_stood_in(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distrax", None)  # import distrax raises ImportError
+    peer_ppo._distrax_or_stand_in()
+    assert sys.modules["distrax"].Categorical is peer_ppo.CategoricalStandIn
+
+
+def test_our_craftax_side_has_the_peers_hyperparameters():
+    peer = peer_ppo.PEERS["craftax"].config
+    c = peer_ppo.our_config("craftax", 64, 64, 64 * 64 * 8)
+    ours = {"LR": c.learning_rate, "UPDATE_EPOCHS": c.num_epochs,
+            "NUM_MINIBATCHES": c.num_minibatches, "GAMMA": c.gamma,
+            "GAE_LAMBDA": c.gae_lambda, "CLIP_EPS": c.clip_eps, "ENT_COEF": c.ent_coef,
+            "VF_COEF": c.vf_coef, "MAX_GRAD_NORM": c.max_grad_norm, "ANNEAL_LR": c.anneal_lr}
+    assert ours == {k: peer[k] for k in ours}
+    assert c.env_id == "craftax:" + peer["ENV_NAME"] and c.recurrent == "gru"
+    assert (c.num_envs, c.num_steps, c.total_env_steps) == (64, 64, 64 * 64 * 8)
+
+
+def test_peer_set_values_are_literals():
+    assert peer_ppo.parse_peer_set(["LAYER_SIZE=256", "ENV_NAME=Craftax-Symbolic-v1",
+                                    "USE_OPTIMISTIC_RESETS=False"]) == {
+        "LAYER_SIZE": 256, "ENV_NAME": "Craftax-Symbolic-v1", "USE_OPTIMISTIC_RESETS": False}
 
 
 @pytest.fixture(autouse=True)
