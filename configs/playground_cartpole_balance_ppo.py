@@ -7,10 +7,10 @@ Playground's own PPO for its DM Control tasks (``dm_control_suite_params.brax_pp
 entropy 1e-2, observation normalisation, rewards x 10, 60M env steps. Scaled to a 2-core CPU
 host: 64 envs of the same 30-step unrolls, 16 epochs of 4 minibatches (480 samples each),
 the same learning rate, discount, entropy and normalisation, and 1M env steps: on a 2-core
-CPU host MJX alone steps about 260k env steps/s at 64 envs and the training about 20k per
-agent; 10 seeds in one program took 4 minutes, 9 of them ending above 900 (docs/suites.md,
-"Measured results"). Not reproduced: the
-reward scale of 10 (no config field; ``normalize_reward`` is CleanRL's, a different rule)
+CPU host MJX alone steps about 260k env steps/s at 64 envs and a 3-agent training program
+about 58k (19k per agent); 10 seeds in one program took 4 minutes, 9 of them ending above
+900 (docs/suites.md, "Measured results"). Not reproduced: the reward scale of 10 (no
+config field; ``normalize_reward`` is CleanRL's, a different rule)
 and Playground's wider networks (32x4 policy, 256x5 value; the torso here is 2x64).
 """
 
