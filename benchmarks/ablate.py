@@ -380,7 +380,8 @@ def _staleness_report(records, rows_of, png):
     del rows_of
     scores = stale.lag_scores(records, registry.return_range)
     throughput = [r for r in records if r["part"] == "throughput"]
-    sections = [("Return against policy lag", stale.returns_table(scores))] if scores else []
+    sections = [("Return against policy lag", stale.returns_table(scores)),
+                ("Within 5% of lag 0", stale.within_table(scores))] if scores else []
     if throughput:
         sections.append(("Throughput against policy lag (Sebulba)",
                          stale.throughput_table(records)))

@@ -84,6 +84,38 @@ def returns_table(scores: dict[tuple, LagScore]) -> str:
             "of a cell in one program.")
 
 
+def within_of_lag0(scores: dict[tuple, LagScore], tolerance: float = 0.05
+                   ) -> dict[tuple, dict[int, bool]]:
+    """``{(env, algorithm, correction): {lag: kept}}``: whether the cell's IQM is within
+    ``tolerance`` (a fraction) of the setting's uncorrected IQM at lag 0, or above it
+    (settings without that reference are left out)."""
+    out: dict[tuple, dict[int, bool]] = {}
+    for (env, alg, corr, lag), s in scores.items():
+        ref = scores.get((env, alg, "none", 0))
+        if ref is not None:
+            floor = ref.iqm - tolerance * abs(ref.iqm)
+            out.setdefault((env, alg, corr), {})[lag] = s.iqm >= floor
+    return out
+
+
+def within_table(scores: dict[tuple, LagScore], tolerance: float = 0.05) -> str:
+    """One row per (env, algorithm, correction): per lag whether its IQM is within
+    ``tolerance`` of lag 0 uncorrected (``within_of_lag0``), and the largest lag up to which
+    every lag is."""
+    kept = within_of_lag0(scores, tolerance)
+    lags = sorted({lag for row in kept.values() for lag in row})
+    rows = []
+    for key, row in kept.items():
+        upto = [g for g in lags if all(row.get(h, False) for h in lags if h <= g)]
+        rows.append([*key, *("yes" if row.get(g) else ("no" if g in row else "-")
+                             for g in lags), str(max(upto)) if upto else "none"])
+    headers = ("env", "algorithm", "correction", *(f"lag {g}" for g in lags),
+               "every lag up to")
+    return (report.markdown_table(headers, rows) + f"\n\nWhether the IQM is at least "
+            f"{1 - tolerance:.0%} of the same env and algorithm's uncorrected IQM at lag 0 "
+            "(the point estimates; their intervals are in the table above).")
+
+
 def throughput_table(records: Sequence[dict]) -> str:
     """One row per lag of the ``throughput`` part: SPS, params lag, waits."""
     part = [r for r in records if r.get("part") == "throughput"]

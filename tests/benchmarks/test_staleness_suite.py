@@ -93,10 +93,27 @@ def test_staleness_report_on_synthetic_records(tmp_path):
     throughput = staleness_report.throughput_table(records)
     assert "| 2 | 180 (180..180) | 1.80x | 2.00 |" in throughput
     sections, plots = ablate._staleness_report(records, None, lambda n: str(tmp_path / f"{n}.png"))
-    assert [t for t, _ in sections] == ["Return against policy lag",
+    assert [t for t, _ in sections] == ["Return against policy lag", "Within 5% of lag 0",
                                         "Throughput against policy lag (Sebulba)"]
     for p in plots:
         assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_within_five_percent_of_lag0_uncorrected():
+    """The reference is the setting's uncorrected lag 0; a dip breaks "every lag up to"."""
+    def score(iqm):
+        return staleness_report.LagScore(iqm, iqm, iqm, 5, 1000)
+
+    scores = {("E", "ppo", "none", 0): score(100.0), ("E", "ppo", "none", 1): score(95.0),
+              ("E", "ppo", "none", 2): score(94.9), ("E", "ppo", "none", 4): score(120.0),
+              ("E", "ppo", "vtrace", 0): score(90.0), ("E", "ppo", "vtrace", 4): score(99.0),
+              ("F", "impala", "lr_scale", 0): score(1.0)}  # no uncorrected lag 0: left out
+    kept = staleness_report.within_of_lag0(scores)
+    assert kept == {("E", "ppo", "none"): {0: True, 1: True, 2: False, 4: True},
+                    ("E", "ppo", "vtrace"): {0: False, 4: True}}
+    table = staleness_report.within_table(scores)
+    assert "| E | ppo | none | yes | yes | no | yes | 1 |" in table
+    assert "| E | ppo | vtrace | no | - | - | yes | none |" in table
 
 
 @pytest.mark.slow
