@@ -381,7 +381,8 @@ def _staleness_report(records, rows_of, png):
     scores = stale.lag_scores(records, registry.return_range)
     throughput = [r for r in records if r["part"] == "throughput"]
     sections = [("Return against policy lag", stale.returns_table(scores)),
-                ("Within 5% of lag 0", stale.within_table(scores))] if scores else []
+                (f"Within {stale.WITHIN:.0%} of lag 0", stale.within_table(scores))
+                ] if scores else []
     if throughput:
         sections.append(("Throughput against policy lag (Sebulba)",
                          stale.throughput_table(records)))

@@ -86,13 +86,17 @@ def make_pool(env_id: str, num_envs: int, seed: int, num_threads: int = 0) -> An
                         seed=seed, num_threads=num_threads, **pool_options(env_id))
 
 
-def needs_x64(env_id: str) -> bool:
-    """Whether EnvPool's ``env_id`` takes or returns float64 arrays (MuJoCo does)."""
-    import envpool
-
-    spec = envpool.make_spec(env_id, **pool_options(env_id))
+def has_float64(spec: Any) -> bool:
+    """Whether an EnvPool spec's actions or state arrays are float64 (MuJoCo's are)."""
     arrays = [*spec.action_array_spec.values(), *spec.state_array_spec.values()]
     return any(np.dtype(a.dtype) == np.float64 for a in arrays)
+
+
+def needs_x64(env_id: str) -> bool:
+    """Whether EnvPool's ``env_id`` takes or returns float64 arrays (``has_float64``)."""
+    import envpool
+
+    return has_float64(envpool.make_spec(env_id, **pool_options(env_id)))
 
 
 def xla_available() -> str:
@@ -163,9 +167,7 @@ def make_compiled_call(pool: Any, act: Callable, steps: int, keep: bool = False)
     """``(handle, call)``: the pool's XLA handle and a jitted ``call(params, (handle, obs,
     env_ids), update) -> (carry, out)`` running ``steps`` steps in one ``lax.scan`` with
     EnvPool's XLA ``send``/``recv``; ``out`` as ``host_call``'s (a jnp reward sum)."""
-    if not jax.config.jax_enable_x64 and any(
-            np.dtype(a.dtype) == np.float64 for a in (*pool.spec.action_array_spec.values(),
-                                                      *pool.spec.state_array_spec.values())):
+    if not jax.config.jax_enable_x64 and has_float64(pool.spec):
         raise RuntimeError("EnvPool's XLA interface passes this env's float64 arrays only "
                            "with jax_enable_x64 on (JAX_ENABLE_X64=1)")
     handle, recv, send, _ = pool.xla()

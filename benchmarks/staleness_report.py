@@ -21,6 +21,7 @@ import numpy as np
 from benchmarks import ablate_report as report
 
 LAST_FRACTION = 0.2
+WITHIN = 0.05  # ``within_table``: a lag "keeps" the return within this fraction of lag 0's
 DODGE = 0.08  # horizontal offset between the corrections' points in the return plot
 SETTING_FIELDS = ("env", "algorithm")
 ReturnRange = Callable[[str], tuple[float | None, float | None]]
@@ -84,7 +85,7 @@ def returns_table(scores: dict[tuple, LagScore]) -> str:
             "of a cell in one program.")
 
 
-def within_of_lag0(scores: dict[tuple, LagScore], tolerance: float = 0.05
+def within_of_lag0(scores: dict[tuple, LagScore], tolerance: float = WITHIN
                    ) -> dict[tuple, dict[int, bool]]:
     """``{(env, algorithm, correction): {lag: kept}}``: whether the cell's IQM is within
     ``tolerance`` (a fraction) of the setting's uncorrected IQM at lag 0, or above it
@@ -98,7 +99,7 @@ def within_of_lag0(scores: dict[tuple, LagScore], tolerance: float = 0.05
     return out
 
 
-def within_table(scores: dict[tuple, LagScore], tolerance: float = 0.05) -> str:
+def within_table(scores: dict[tuple, LagScore], tolerance: float = WITHIN) -> str:
     """One row per (env, algorithm, correction): per lag whether its IQM is within
     ``tolerance`` of lag 0 uncorrected (``within_of_lag0``), and the largest lag up to which
     every lag is."""
