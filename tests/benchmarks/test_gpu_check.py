@@ -154,6 +154,28 @@ def test_script_names_the_missing_modules_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing ran
 
 
+def test_script_runs_only_the_named_steps_and_keeps_the_others_outputs(tmp_path):
+    fake = tmp_path / "python"  # every import succeeds; a module run records its arguments
+    fake.write_text('#!/usr/bin/env bash\necho "ran: $*"; exit 0\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "anakin.json").write_text("{}")  # an earlier call's step
+    (out / "run.log").write_text("old")
+    done = run_script("--cpu", "--steps=run", f"--out={out}", python=str(fake))
+    assert done.returncode == 0, done.stderr
+    assert (out / "anakin.json").read_text() == "{}"
+    assert "sebulba.main" in (out / "run.log").read_text()
+    assert not (out / "sebulba.log").exists() and not (out / "det_a.log").exists()
+    assert "[run] exit 0" in done.stdout and "[anakin]" not in done.stdout
+
+
+def test_script_refuses_an_unknown_step():
+    done = run_script("--steps=anakin,gpu")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "--steps: unknown step 'gpu' (anakin, sebulba, run, det)"
+
+
 def test_determinism_line_compares_metrics_clock_aside(tmp_path):
     def write(name, rows):
         os.makedirs(tmp_path / name, exist_ok=True)
