@@ -101,20 +101,21 @@ def within_of_lag0(scores: dict[tuple, LagScore], tolerance: float = WITHIN
 
 def within_table(scores: dict[tuple, LagScore], tolerance: float = WITHIN) -> str:
     """One row per (env, algorithm, correction): per lag whether its IQM is within
-    ``tolerance`` of lag 0 uncorrected (``within_of_lag0``), and the largest lag up to which
-    every lag is."""
+    ``tolerance`` of lag 0 uncorrected (``within_of_lag0``; "-": not run), and the largest lag
+    up to which every lag run is."""
     kept = within_of_lag0(scores, tolerance)
     lags = sorted({lag for row in kept.values() for lag in row})
     rows = []
     for key, row in kept.items():
-        upto = [g for g in lags if all(row.get(h, False) for h in lags if h <= g)]
+        upto = [g for g in row if all(row[h] for h in row if h <= g)]
         rows.append([*key, *("yes" if row.get(g) else ("no" if g in row else "-")
                              for g in lags), str(max(upto)) if upto else "none"])
     headers = ("env", "algorithm", "correction", *(f"lag {g}" for g in lags),
                "every lag up to")
     return (report.markdown_table(headers, rows) + f"\n\nWhether the IQM is at least "
             f"{1 - tolerance:.0%} of the same env and algorithm's uncorrected IQM at lag 0 "
-            "(the point estimates; their intervals are in the table above).")
+            "(the point estimates; their intervals are in the table above); \"every lag up "
+            "to\" counts the lags run (\"-\": not run).")
 
 
 def throughput_table(records: Sequence[dict]) -> str:

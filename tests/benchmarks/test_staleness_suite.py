@@ -100,20 +100,24 @@ def test_staleness_report_on_synthetic_records(tmp_path):
 
 
 def test_within_five_percent_of_lag0_uncorrected():
-    """The reference is the setting's uncorrected lag 0; a dip breaks "every lag up to"."""
+    """The reference is the setting's uncorrected lag 0; a dip breaks "every lag up to", a lag
+    not run does not."""
     def score(iqm):
         return staleness_report.LagScore(iqm, iqm, iqm, 5, 1000)
 
     scores = {("E", "ppo", "none", 0): score(100.0), ("E", "ppo", "none", 1): score(95.0),
               ("E", "ppo", "none", 2): score(94.9), ("E", "ppo", "none", 4): score(120.0),
               ("E", "ppo", "vtrace", 0): score(90.0), ("E", "ppo", "vtrace", 4): score(99.0),
+              ("E", "ppo", "filter", 1): score(96.0), ("E", "ppo", "filter", 4): score(9.0),
               ("F", "impala", "lr_scale", 0): score(1.0)}  # no uncorrected lag 0: left out
     kept = staleness_report.within_of_lag0(scores)
     assert kept == {("E", "ppo", "none"): {0: True, 1: True, 2: False, 4: True},
-                    ("E", "ppo", "vtrace"): {0: False, 4: True}}
+                    ("E", "ppo", "vtrace"): {0: False, 4: True},
+                    ("E", "ppo", "filter"): {1: True, 4: False}}
     table = staleness_report.within_table(scores)
     assert "| E | ppo | none | yes | yes | no | yes | 1 |" in table
     assert "| E | ppo | vtrace | no | - | - | yes | none |" in table
+    assert "| E | ppo | filter | - | yes | - | no | 1 |" in table  # lags not run do not count
 
 
 @pytest.mark.slow
