@@ -65,6 +65,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cells", default="", help="only the cells whose name matches this "
                    "regular expression (e.g. '^anakin-')")
     p.add_argument("--no_progress", action="store_true", help="no progress bar (tqdm)")
+    p.add_argument("--from_csv", default="", help="runs nothing: writes the staleness "
+                   "suite's report in --out from these results.csv files (comma-separated; "
+                   "e.g. the parts of a study run in several sessions)")
     args = p.parse_args(argv)
     suites = [s for s in args.suite.split(",") if s]
     if not suites:
@@ -87,6 +90,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     except re.error as e:
         p.exit(2, f"config error: cells: not a regular expression ({e})\n")
     args.suites = suites
+    args.from_csv = [f for f in args.from_csv.split(",") if f]
+    if args.from_csv and suites != ["staleness"]:
+        p.exit(2, "config error: from_csv: only the staleness suite's report is rebuilt from "
+                  "results.csv (the other reports plot curves the CSV does not keep)\n")
+    for f in args.from_csv:
+        if not os.path.isfile(f):
+            p.exit(2, f"config error: from_csv: no file {f}\n")
     return args
 
 
@@ -414,8 +424,28 @@ def machine_line() -> str:
     return f"{cores} CPU cores, load average {load} when this report was written"
 
 
+def report_from_csv(paths: list[str], out: str) -> list[str]:
+    """Writes the staleness report (results.csv, results.md, plots) in ``out`` from the
+    records of the ``results.csv`` files at ``paths``; returns the files."""
+    records = [r for path in paths for r in report.read_csv(path)]
+    os.makedirs(out, exist_ok=True)
+    csv_path = os.path.join(out, "results.csv")
+    report.write_csv(csv_path, records)
+    sections, plots = _staleness_report(records, None, lambda n: os.path.join(out, f"{n}.png"))
+    files = [csv_path, *(p for p in plots if p is not None)]
+    note = ("Rebuilt from " + ", ".join(os.path.basename(os.path.dirname(os.path.abspath(p)))
+                                        + "/results.csv" for p in paths) + ".")
+    md_path = os.path.join(out, "results.md")
+    _write_markdown(md_path, "staleness", len(records), f"\n{note}\n", sections, files)
+    return files + [md_path]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.from_csv:
+        files = report_from_csv(args.from_csv, args.out)
+        print(f"staleness: wrote {', '.join(os.path.basename(f) for f in files)} in {args.out}")
+        return 0
     failures = []
     for suite in args.suites:
         out = args.out if len(args.suites) == 1 else os.path.join(args.out, suite)

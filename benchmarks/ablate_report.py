@@ -13,6 +13,9 @@ A *run* is one seed of one cell. Its record comes from the run directory alone
   return reaches the threshold, its env steps and its wall-clock since the run's sinks opened
   (compile included); None when never reached;
 - ``final_return``: mean episode return of the last ``FINAL_LINES`` log lines;
+- ``return_last20``: mean episode return over the last ``LAST_FRACTION`` (20%) of the log
+  lines that have one (the staleness report's statistic, kept in ``results.csv`` so that
+  reports of several invocations can be merged: ``read_csv``);
 - Sebulba: ``params_lag`` (mean, min, max), mean per-stage seconds per update, and the
   fractions of time the learner waits for rollouts and the actors wait for params or room.
 
@@ -33,6 +36,7 @@ import numpy as np
 from sebulba import timers
 
 FINAL_LINES = 3
+LAST_FRACTION = 0.2  # ``return_last20``'s share of a run's log lines
 ACTOR_STAGES = timers.ACTOR_REPORT_ORDER
 LEARNER_STAGES = timers.LEARNER
 STAGE_COLORS = dict(zip(timers.REPORT_ORDER, ("#4c72b0", "#55a868", "#8172b2", "#c44e52",
@@ -70,6 +74,15 @@ def first_reaching(rows: Sequence[dict], threshold: float | None) -> dict | None
         return None
     return next((r for r in rows if r["episode_return"] is not None
                  and r["episode_return"] >= threshold), None)
+
+
+def return_last20(returns: Sequence[float | None]) -> float | None:
+    """Mean of the last ``LAST_FRACTION`` of a run's logged ``returns`` (None: a line without
+    an episode, skipped; ``benchmarks.aggregate.run_score``); None when no line has one."""
+    from benchmarks.aggregate import run_score
+
+    kept = [r for r in returns if r is not None]
+    return run_score(kept, LAST_FRACTION) if kept else None
 
 
 def final_return(rows: Sequence[dict]) -> float | None:
@@ -112,6 +125,7 @@ def run_records(cell, rows: list[dict], timing: dict) -> list[dict]:
                "steps_to_threshold": hit["env_steps"] if hit else None,
                "wall_to_threshold_s": hit["wall_time"] if hit else None,
                "final_return": final_return(mine),
+               "return_last20": return_last20([r["episode_return"] for r in mine]),
                "curve": [(r["env_steps"], r["wall_time"], r["episode_return"]) for r in mine]}
         if cell.mode == "sebulba":
             lags = [r["params_lag"] for r in mine]
@@ -192,6 +206,23 @@ def write_csv(path: str, records: Sequence[dict]) -> None:
         writer.writeheader()
         for rec in records:
             writer.writerow({k: rec.get(k) for k in keys})
+
+
+def read_csv(path: str) -> list[dict]:
+    """The records of a ``results.csv`` (``write_csv``), numbers typed back (an empty cell is
+    None); they have no ``curve``."""
+    def typed(v: str):
+        if v == "":
+            return None
+        for kind in (int, float):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        return v
+
+    with open(path, newline="") as f:
+        return [{k: typed(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:

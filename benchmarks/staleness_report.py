@@ -2,7 +2,7 @@
 throughput each lag buys in Sebulba (see docs/design.md, "Pipelines and staleness").
 
 Return statistic (``lag_scores``): a run's score is the mean ``episode_return`` over the last
-``LAST_FRACTION`` (20%) of its log lines (``benchmarks.aggregate.run_score``); the runs of
+20% of its log lines (``benchmarks.ablate_report.return_last20``); the runs of
 one (env, algorithm, correction, lag) group, all at the same env steps, give the IQM of
 their scores (rliable: the 25% trimmed mean) with a 95% percentile stratified-bootstrap
 interval over runs (``benchmarks.aggregate.iqm_interval``), clipped to the env's return
@@ -20,7 +20,6 @@ import numpy as np
 
 from benchmarks import ablate_report as report
 
-LAST_FRACTION = 0.2
 WITHIN = 0.05  # ``within_table``: a lag "keeps" the return within this fraction of lag 0's
 DODGE = 0.08  # horizontal offset between the corrections' points in the return plot
 SETTING_FIELDS = ("env", "algorithm")
@@ -40,11 +39,11 @@ class LagScore(NamedTuple):
 
 
 def run_score(rec: dict) -> float | None:
-    """Mean return over the last ``LAST_FRACTION`` of a run's log lines that have one."""
-    from benchmarks.aggregate import run_score as score
-
-    returns = [p[2] for p in rec["curve"] if p[2] is not None]
-    return score(returns, LAST_FRACTION) if returns else None
+    """``return_last20`` of a run: from its curve where the record has one (read from its run
+    directory), else the record's own field (a ``results.csv`` row)."""
+    if "curve" in rec:
+        return report.return_last20([p[2] for p in rec["curve"]])
+    return rec.get("return_last20")
 
 
 def lag_scores(records: Sequence[dict], return_range: ReturnRange | None = None
@@ -79,7 +78,8 @@ def returns_table(scores: dict[tuple, LagScore]) -> str:
                "runs")
     return (report.markdown_table(headers, [[*k, *v] for k, v in rows.items()])
             + f"\n\nIQM over runs of each run's mean return over the last "
-            f"{LAST_FRACTION:.0%} of its log lines, all runs of a row at the same env steps; "
+            f"{report.LAST_FRACTION:.0%} of its log lines, all runs of a row at the same env "
+            "steps; "
             "[95% percentile stratified-bootstrap interval over runs (rliable, 2000 "
             "replications, seed 0), clipped to the env's return range]. Anakin, all seeds "
             "of a cell in one program.")

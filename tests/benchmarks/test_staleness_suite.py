@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from benchmarks import ablate, ablate_suites, aggregate, staleness_report
+from benchmarks import ablate, ablate_report, ablate_suites, aggregate, staleness_report
 from envs import registry
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from tests.helpers import REPO, cell_config
@@ -143,3 +143,35 @@ def test_tiny_staleness_slice_runs_and_reports(tmp_path):
     assert "| CartPole-v1 | ppo | vtrace |" in md and "| 2 | " in md
     assert sorted(p.name for p in out.glob("*.png")) == ["return_vs_lag.png",
                                                           "throughput_vs_lag.png"]
+
+
+def test_report_rebuilt_from_two_csvs_equals_the_report_of_all_runs(tmp_path):
+    """Two invocations' results.csv (the runs' ``return_last20`` kept there) merge into the
+    same scores as the runs read together; --from_csv writes that report, other suites and
+    missing files exit 2."""
+    records = [_record("Breakout-MinAtar", "ppo", corr, lag, s, 30.0 + s - lag)
+               for corr, lags in (("none", (0,)), ("vtrace", (1, 4))) for lag in lags
+               for s in range(5)]
+    for rec in records:  # what ablate_report.run_records adds from the log lines
+        rec["return_last20"] = ablate_report.return_last20([p[2] for p in rec["curve"]])
+    paths = []
+    for name, part in (("a", records[:5]), ("b", records[5:])):
+        (tmp_path / name).mkdir()
+        paths.append(str(tmp_path / name / "results.csv"))
+        ablate_report.write_csv(paths[-1], part)
+    read = [r for p in paths for r in ablate_report.read_csv(p)]
+    assert "curve" not in read[0] and read[0]["lag"] == 0 and read[0]["correction"] == "none"
+    assert staleness_report.lag_scores(read) == staleness_report.lag_scores(records)
+    out = tmp_path / "merged"
+    assert ablate.main(["--suite=staleness", f"--out={out}",
+                        f"--from_csv={','.join(paths)}"]) == 0
+    md = (out / "results.md").read_text()
+    assert "Rebuilt from a/results.csv, b/results.csv." in md
+    # IQMs 32 (none, lag 0), 31 and 28 (vtrace, lags 1 and 4): 95% of 32 is 30.4.
+    assert "| Breakout-MinAtar | ppo | vtrace | - | yes | no | 1 |" in md
+    assert (out / "return_vs_lag.png").read_bytes()[:4] == b"\x89PNG"
+    for argv in (["--suite=pipelines", f"--from_csv={paths[0]}"],
+                 ["--suite=staleness", f"--from_csv={tmp_path / 'none.csv'}"]):
+        with pytest.raises(SystemExit) as stop:
+            ablate.parse_args([*argv, f"--out={out}"])
+        assert stop.value.code == 2
