@@ -9,8 +9,8 @@ same function of the same bits (the rounds and key injections in the same order)
 random number, and so every result, is unchanged; only the compiled program differs.
 
 That holds up to jaxlib 0.10. jaxlib 0.11's CPU compiler does the opposite: a program whose
-draws feed several fusions compiles for minutes with the straight-line rounds (Anakin
-CartPole's reset of 4 envs: no compile within 200 s, against 0.3 s with JAX's own loop), so
+draws feed several fusions compiles for minutes with the straight-line rounds (Anakin's
+reset of 4 gymnax envs: no compile within 200 s, against 0.3 s with JAX's own loop), so
 from jaxlib 0.11 on (``UNROLL_BEFORE``) JAX's own CPU lowering stays.
 
 JAX offers no public switch for this: ``use_unrolled_cpu_lowering`` registers JAX's own
