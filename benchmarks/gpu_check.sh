@@ -3,7 +3,7 @@
 # PPO run with Cleanba's settings, then ONE table (env steps/s, frames/s, seconds per update
 # and per stage, peak device memory), then a determinism check (two Anakin CartPole runs of
 # one seed with --config.deterministic=True: the same metrics?). Every step has a timeout
-# (at most 16 minutes in all).
+# (at most 18 minutes in all).
 #
 # The machine needs JAX with CUDA; packages it lacks come from a folder of wheels
 # (--wheels=DIR, kept out of git), installed with pip --no-index into /tmp/site. No network.
@@ -11,7 +11,7 @@
 # --steps=LIST runs only those of anakin,sebulba,run,det (default: all) and keeps what the
 # others left in --out, so the check can be split over several commands (on one H200 the
 # steps took about 160, 110+, 300 and 45 s: more than one 10-minute command; see
-# docs/performance.md, "On a GPU"). The table covers every step found in --out.
+# docs/performance.md, "On one GPU"). The table covers every step found in --out.
 # Python: $PYTHON, else python3 (with --cpu: .venv/bin/python where the checkout has one).
 # Logs, JSON and the run directory go to --out (default /tmp/podracer-gpu-check).
 set -euo pipefail
