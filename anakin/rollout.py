@@ -18,7 +18,7 @@ from envs.base import JaxEnv, JaxEnvState
 from rlcore import normalize, transitions
 from rlcore.distributions import distribution_for
 from rlcore.networks import final_values, step_network
-from rlcore.seeding import per_env_keys, rollout_keys
+from rlcore.seeding import map_keys, per_env_keys, rollout_keys
 from rlcore.types import CoreState, EpisodeSummary, Trajectory
 
 
@@ -85,7 +85,6 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
     one_step = _make_step(env, apply_fn, nan_at_update, bootstrap_time_limits, over_agents,
                           reward_scaling)
     dist_family = distribution_for(env.spec)
-    draw = jax.vmap(jax.vmap(env.draw_reset))  # over [T, B] keys
 
     def rollout(params, carry: EnvCarry, roots, env_ids, update):
         action_root, env_root = roots
@@ -94,7 +93,8 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
         # action noise, [T, B] env step keys and the episodes that start where one ends.
         noise = dist_family.noise(rollout_keys(action_root, env_ids, update, num_steps),
                                   env.spec)
-        step_keys, resets = draw(rollout_keys(env_root, env_ids, update, num_steps))
+        step_keys, resets = map_keys(env.draw_reset,
+                                     rollout_keys(env_root, env_ids, update, num_steps))
         start_core = carry.core
         carry, (traj, summaries) = jax.lax.scan(functools.partial(one_step, params, update),
                                                 carry, (noise, step_keys, resets))

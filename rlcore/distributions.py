@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rlcore.seeding import map_keys
 from rlcore.types import EnvSpec
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -95,9 +96,7 @@ class Categorical:
     def noise(keys: jax.Array, spec: EnvSpec) -> jax.Array:
         """Gumbel noise ``[*K, A]`` for keys ``[*K]``: ``sample_from_noise`` of it equals
         ``sample_rows(keys)`` (how ``jax.random.categorical`` samples)."""
-        flat = keys.reshape(-1)
-        noise = jax.vmap(lambda k: jax.random.gumbel(k, (spec.num_actions,)))(flat)
-        return noise.reshape(keys.shape + (spec.num_actions,))
+        return map_keys(lambda k: jax.random.gumbel(k, (spec.num_actions,)), keys)
 
     def sample_from_noise(self, noise: jax.Array) -> jax.Array:
         """``argmax(logits + noise)``: int32 ``[*S]``."""
@@ -173,9 +172,7 @@ class DiagGaussian:
     def noise(keys: jax.Array, spec: EnvSpec) -> jax.Array:
         """Standard normal noise ``[*K, D]`` for keys ``[*K]``: ``sample_from_noise`` of it
         equals ``sample_rows(keys)``."""
-        flat = keys.reshape(-1)
-        noise = jax.vmap(lambda k: jax.random.normal(k, (spec.num_actions,)))(flat)
-        return noise.reshape(keys.shape + (spec.num_actions,))
+        return map_keys(lambda k: jax.random.normal(k, (spec.num_actions,)), keys)
 
     def sample_from_noise(self, noise: jax.Array) -> jax.Array:
         """``mean + exp(log_std) * noise``: float32 ``[*S, D]``."""

@@ -30,6 +30,7 @@ from rlcore.algorithms.base import SAMPLES, SEQUENCES, SUM, minibatch_kind
 from rlcore.hparams import HParams
 from rlcore.losses import LossMetrics
 from rlcore.networks import NO_CORE, init_params
+from rlcore.seeding import permutation
 from rlcore.types import (
     ApplyFn,
     Array,
@@ -77,7 +78,7 @@ def block_permutations(key: PRNGKey, num_local_envs: int, num_minibatches: int,
     def epoch_perms(epoch: Array) -> Array:
         epoch_key = jax.random.fold_in(key, epoch)
         return jax.vmap(
-            lambda g: jax.random.permutation(jax.random.fold_in(epoch_key, g), size))(block_ids)
+            lambda g: permutation(jax.random.fold_in(epoch_key, g), size))(block_ids)
 
     return jax.vmap(epoch_perms)(jnp.arange(num_epochs)).astype(jnp.int32)
 

@@ -27,8 +27,11 @@ The streams folded into ``key(seed)``: 0..3 the training ``Roots``, ``HOST_ENV_S
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rlcore import threefry_cpu
@@ -135,6 +138,60 @@ def rollout_keys(root: PRNGKey, env_ids: Array, update: int | Array,
     key_u = jax.random.fold_in(root, update)
     step_keys = jax.vmap(lambda t: jax.random.fold_in(key_u, t))(jnp.arange(num_steps))
     return jax.vmap(lambda k: jax.vmap(lambda i: jax.random.fold_in(k, i))(env_ids))(step_keys)
+
+
+def map_keys(fn: Callable[[PRNGKey], Any], keys: PRNGKey) -> Any:
+    """``fn`` of every key of ``keys [*K]``: one ``vmap`` over the flattened keys, the
+    outputs' leaves reshaped to ``[*K, ...]``; the same values as ``vmap`` nested once per
+    axis of ``K``.
+
+    Why flat: XLA on CPU ran the nested form of a rollout's draws (``[T, B]`` keys of a
+    CartPole step and reset) about 10x slower than the flat one (3.2 ms against 0.3 ms at
+    128 x 64; docs/design.md, "Seeding").
+    """
+    out = jax.vmap(fn)(keys.reshape(-1))
+    return jax.tree.map(lambda x: x.reshape(keys.shape + x.shape[1:]), out)
+
+
+# ``jax.random.permutation`` shuffles by sorting random 32-bit keys, in as many rounds as
+# ``ceil(3 ln n / ln(2**32 - 1))`` (its ``_shuffle``): one round up to this many items.
+ONE_ROUND_MAX = int(np.floor(np.exp(np.log(np.iinfo(np.uint32).max) / 3)))
+
+
+def permutation(key: PRNGKey, n: int) -> Array:
+    """``jax.random.permutation(key, n)``, the same bits, computed faster where it sorts
+    once (``n <= ONE_ROUND_MAX``): its one round is a stable sort of ``arange(n)`` by the
+    random keys ``bits(split(key)[1], (n,))``, done here by ``stable_argsort``.
+
+    Returns:
+      int32 ``[n]``.
+    """
+    if n > ONE_ROUND_MAX:
+        return jax.random.permutation(key, n).astype(jnp.int32)
+    _, subkey = jax.random.split(key)
+    return stable_argsort(jax.random.bits(subkey, (n,), jnp.uint32))
+
+
+def stable_argsort(x: Array) -> Array:
+    """The indices that sort ``x [n]`` (uint32, ``n <= 2**16``), equal values in index order:
+    ``lax.sort_key_val(x, arange(n))[1]``.
+
+    Two sorts of one operand instead of one of two: XLA on CPU sorted ``u32[4, 16, 512]`` in
+    0.6 ms alone and in 4.0 ms with its indices. The first sort ranks each value (the first
+    position of its value in sorted ``x``), the second sorts ``rank << b | index`` (``b``
+    bits per index), which orders by value, then by index.
+
+    Returns:
+      int32 ``[n]``.
+    """
+    n = x.shape[-1]
+    bits = max(1, (n - 1).bit_length())
+    if 2 * bits > 32:
+        raise ValueError(f"stable_argsort: {n} items need more than 32 bits of rank and index")
+    rank = jnp.searchsorted(jnp.sort(x), x, side="left", method="scan_unrolled")
+    index = jnp.arange(n, dtype=jnp.uint32)
+    packed = (rank.astype(jnp.uint32) << bits) | index
+    return (jnp.sort(packed) & ((1 << bits) - 1)).astype(jnp.int32)
 
 
 def host_env_seed(seed: int, start_update: int = 0) -> int:

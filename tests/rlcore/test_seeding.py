@@ -7,7 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlcore.seeding import per_env_keys, rollout_keys
+from rlcore.seeding import (
+    ONE_ROUND_MAX,
+    map_keys,
+    per_env_keys,
+    permutation,
+    rollout_keys,
+    stable_argsort,
+)
 
 
 def test_rollout_keys_equal_per_step_keys():
@@ -19,6 +26,49 @@ def test_rollout_keys_equal_per_step_keys():
                                       jax.random.key_data(per_env_keys(root, env_ids, 7, t)))
     other = rollout_keys(root, env_ids, 8, 6)
     assert not np.array_equal(jax.random.key_data(keys), jax.random.key_data(other))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 512, 1000, ONE_ROUND_MAX, ONE_ROUND_MAX + 1])
+def test_permutation_equals_jax_random_permutation(n):
+    """The same bits as JAX's own, for one-round sizes (the fast path) and past them, eagerly
+    and vmapped over keys as the learner draws its minibatch blocks."""
+    keys = jax.random.split(jax.random.key(n), 6)
+    ours = jax.jit(jax.vmap(lambda k: permutation(k, n)))(keys)
+    theirs = jax.vmap(lambda k: jax.random.permutation(k, n))(keys)
+    assert ours.dtype == jnp.int32 and ours.shape == (6, n)
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(permutation(keys[0], n), theirs[0])
+
+
+@pytest.mark.parametrize("modulus", [2, 97, None])
+def test_stable_argsort_orders_ties_by_index(modulus):
+    """Equal to a stable key-value sort, with many ties (values modulo 2 and 97), with none,
+    and with the extreme values 0 and 2**32 - 1."""
+    x = jax.random.bits(jax.random.key(modulus or 0), (3, 513), jnp.uint32)
+    if modulus:
+        x = x % jnp.uint32(modulus)
+    x = x.at[:, :4].set(jnp.array([0, 2**32 - 1, 0, 2**32 - 1], jnp.uint32))
+    iota = jnp.broadcast_to(jnp.arange(513, dtype=jnp.int32), x.shape)
+    expected = jax.lax.sort_key_val(x, iota, dimension=-1)[1]
+    np.testing.assert_array_equal(jax.jit(jax.vmap(stable_argsort))(x), expected)
+    with pytest.raises(ValueError, match="more than 32 bits"):
+        stable_argsort(jnp.zeros((2**16 + 1,), jnp.uint32))
+
+
+def test_map_keys_equals_nested_vmaps():
+    """A draw of several leaves over ``[T, B]`` keys: the values of ``vmap(vmap(fn))``."""
+    keys = rollout_keys(jax.random.key(5), jnp.arange(3, 8), 2, 4)  # [4, 5]
+
+    def draw(k):
+        a, b = jax.random.split(k)
+        return {"u": jax.random.uniform(a, (3,)), "k": b, "i": jax.random.randint(b, (), 0, 9)}
+
+    ours, nested = map_keys(draw, keys), jax.vmap(jax.vmap(draw))(keys)
+    assert ours["u"].shape == (4, 5, 3) and ours["k"].shape == (4, 5)
+    np.testing.assert_array_equal(ours["u"], nested["u"])
+    np.testing.assert_array_equal(ours["i"], nested["i"])
+    np.testing.assert_array_equal(jax.random.key_data(ours["k"]),
+                                  jax.random.key_data(nested["k"]))
 
 
 
