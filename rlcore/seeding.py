@@ -145,8 +145,8 @@ def map_keys(fn: Callable[[PRNGKey], Any], keys: PRNGKey) -> Any:
     outputs' leaves reshaped to ``[*K, ...]``; the same values as ``vmap`` nested once per
     axis of ``K``.
 
-    Why flat: XLA on CPU ran the nested form of a rollout's draws (``[T, B]`` keys of a
-    CartPole step and reset) about 10x slower than the flat one (3.2 ms against 0.3 ms at
+    Why flat: XLA on CPU ran the nested form of a rollout's draws (``[T, B]`` keys of an
+    env's step and reset) about 10x slower than the flat one (3.2 ms against 0.3 ms at
     128 x 64; docs/design.md, "Seeding").
     """
     out = jax.vmap(fn)(keys.reshape(-1))
