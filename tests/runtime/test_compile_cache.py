@@ -16,6 +16,11 @@ def _config(value: str) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict({"compile_cache_dir": value})
 
 
+def _program(entry: str) -> str:
+    """The program name of a cache entry ``<name>-<key>-cache``."""
+    return entry.split("-", 1)[0]
+
+
 def test_cache_directory_rules(monkeypatch, tmp_path):
     """``off`` turns it off; a given directory wins over the environment; empty reads
     ``$JAX_COMPILATION_CACHE_DIR``, else ``$XDG_CACHE_HOME``, else ``~/.cache``."""
@@ -70,7 +75,11 @@ def test_warm_cache_changes_no_result_and_compiles_less(tmp_path):
     entries = sorted(os.listdir(cache))
     assert any(e.startswith("jit__device_call-") for e in entries), entries
     warm = train("warm")
-    assert sorted(os.listdir(cache)) == entries  # nothing new to write
+    after = sorted(os.listdir(cache))
+    assert set(entries) <= set(after)
+    # A program whose compile is near ``CACHE_MIN_COMPILE_S`` may be written by one run and
+    # not the other; what must not happen is a program cached cold getting a new key warm.
+    assert not {_program(e) for e in after if e not in entries} & {_program(e) for e in entries}
     assert warm["compile_s"] < cold["compile_s"]
     assert (reproducible_part(read_metrics(str(tmp_path / "warm")))
             == reproducible_part(read_metrics(str(tmp_path / "cold"))))
