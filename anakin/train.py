@@ -239,6 +239,7 @@ class AnakinRun:
             state, out = self.per_agent(agent_update)(state, roots, swept)
             return state, out.replace(evals=self._evaluations(state.learner, roots))
 
+        one_update = jax.jit(one_update)  # traced once: for the shapes and for the loop
         slots = self.config.updates_per_call
         outs = jax.tree.map(lambda s: jnp.zeros((slots, *s.shape), s.dtype),
                             jax.eval_shape(one_update, state)[1])

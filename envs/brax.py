@@ -82,6 +82,15 @@ def _get_environment(name: str, **kwargs: Any):
         return brax_envs.get_environment(name, **kwargs)
 
 
+def observation_size(env) -> int:
+    """The length of a Brax env's observation vector, from a traced reset: Brax's own
+    ``env.observation_size`` runs a reset eagerly, op by op, and its one-op compiles took
+    about 3 s of a 5.5 s env build on a 2-core CPU (docs/design.md, "Compile time")."""
+    with _brax_numpy():
+        obs = jax.eval_shape(env.unwrapped.reset, jax.ShapeDtypeStruct((2,), jnp.uint32)).obs
+    return int(obs.shape[-1])
+
+
 def prefer_egl() -> None:
     """Asks MuJoCo for an EGL context (``MUJOCO_GL=egl``; read once, when MuJoCo loads, so
     call it before the first Brax env) where the user chose none and an EGL library is
@@ -135,7 +144,7 @@ class BraxEnv(AutoResetJaxEnv):
         self.episode_length = int(episode_length)
         self._env = env
         self._bounds = (jnp.asarray(low), jnp.asarray(high))
-        self.spec = EnvSpec(obs_shape=(int(env.observation_size),), obs_dtype="float32",
+        self.spec = EnvSpec(obs_shape=(observation_size(env),), obs_dtype="float32",
                             num_actions=int(env.action_size),
                             action_low=tuple(float(x) for x in low),
                             action_high=tuple(float(x) for x in high))

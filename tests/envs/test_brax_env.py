@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs import registry
-from envs.brax import BRAX_IDS, BraxEnv, prefer_egl
+from envs.brax import BRAX_IDS, BraxEnv, _get_environment, observation_size, prefer_egl
 from rlcore.errors import ConfigError
 
 NUM_ENVS = 4
@@ -74,6 +74,13 @@ def test_falling_pole_terminates_and_actions_are_clipped(pendulum):
     assert ts.terminated.any(0).all() and (first < 25).all()
     assert not ts.truncated.any()
     np.testing.assert_array_equal(clipped.obs, ts.obs)
+
+
+def test_observation_size_from_a_traced_reset_is_braxs_own():
+    """``observation_size`` traces the reset; Brax's property runs it (seconds of one-op
+    compiles): the same length."""
+    env = _get_environment("walker2d")
+    assert observation_size(env) == env.observation_size == 17
 
 
 def test_registry_resolves_prefixed_brax_ids_only():
