@@ -215,9 +215,8 @@ class AnakinRun:
                            lagged=init_ring(learner.params) if self.lag else None)
 
     def _device_call(self, state: AnakinState, num_active, roots: Roots, swept):
-        """Runs the first ``num_active`` of ``updates_per_call`` update slots in a
-        ``lax.while_loop``; the other slots' output rows stay zeros (so a run whose length is
-        not a multiple of the call size compiles once; docs/design.md, "Anakin calls")."""
+        """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
+        (so a run whose length is not a multiple of the call size compiles once)."""
         env_ids = self._env_ids()
         if self.config.debug.call_delay_ms:
             num_active = _delayed(num_active, self.config.debug.call_delay_ms / 1000)
@@ -239,22 +238,16 @@ class AnakinRun:
             state, out = self.per_agent(agent_update)(state, roots, swept)
             return state, out.replace(evals=self._evaluations(state.learner, roots))
 
-        one_update = jax.jit(one_update)  # traced once: for the shapes and for the loop
-        slots = self.config.updates_per_call
-        outs = jax.tree.map(lambda s: jnp.zeros((slots, *s.shape), s.dtype),
-                            jax.eval_shape(one_update, state)[1])
+        one_update = jax.jit(one_update)  # traced once: for the shapes and for the slots
+        out_shape = jax.eval_shape(one_update, state)[1]
 
-        def slot(carry):
-            i, state, outs = carry
-            state, out = one_update(state)
-            outs = jax.tree.map(lambda b, x: jax.lax.dynamic_update_index_in_dim(b, x, i, 0),
-                                outs, out)
-            return i + 1, state, outs
+        def slot(state: AnakinState, i):
+            def skip(state):
+                return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)
 
-        last = jnp.minimum(num_active, slots)
-        _, state, outs = jax.lax.while_loop(lambda c: c[0] < last, slot,
-                                            (jnp.int32(0), state, outs))
-        return state, outs
+            return jax.lax.cond(i < num_active, one_update, skip, state)
+
+        return jax.lax.scan(slot, state, jnp.arange(self.config.updates_per_call))
 
     def call(self, state: AnakinState, num_active: int):
         """Runs ``num_active <= updates_per_call`` updates in one jitted call.
