@@ -33,7 +33,9 @@ a JAX older than ours), a stand-in with distrax's ``Categorical`` (``sample``, `
 
 Columns: the seconds each spends compiling, steady env steps/s (env steps over that span)
 and process CPU seconds (all threads) per 1000 env steps over the same span; the last
-table gives ours/peer per size, the median over the repetitions. Each process starts JAX
+table gives ours/peer per size, the median over the repetitions, and the range of the
+repetitions' own ratios (on a 2-core host single runs with two XLA threads spread by up to
+30%, so one ratio is not a result). Each process starts JAX
 with the XLA CPU threads a run of its size gets (ours: ``cpu_threads`` auto,
 docs/performance.md; the peer: XLA's default, one per core).
 
@@ -322,16 +324,19 @@ def measure(args) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> list[list[str]]:
-    """Per size: medians of ours and the peer's, and ours/peer."""
+    """Per size: medians of ours and the peer's, ours/peer, and the range of ours/peer over
+    the repetitions (each rep's two runs ran one after the other)."""
     out = []
     for size in dict.fromkeys(r["size"] for r in rows):
-        med = {who: {k: statistics.median(r[k] for r in rows
-                                          if r["size"] == size and r["who"] == who)
-                     for k in ("compile_s", "sps", "cpu_1k")} for who in ("ours", "peer")}
+        runs = {who: [r for r in rows if r["size"] == size and r["who"] == who]
+                for who in ("ours", "peer")}
+        med = {who: {k: statistics.median(r[k] for r in runs[who])
+                     for k in ("compile_s", "sps", "cpu_1k")} for who in runs}
         o, p = med["ours"], med["peer"]
+        per_rep = [a["sps"] / b["sps"] for a, b in zip(runs["ours"], runs["peer"])]
         out.append([size, f"{p['sps']:,.0f}", f"{o['sps']:,.0f}", f"{o['sps'] / p['sps']:.2f}x",
                     f"{o['cpu_1k'] / p['cpu_1k']:.2f}x", f"{p['compile_s']:.1f}",
-                    f"{o['compile_s']:.1f}"])
+                    f"{o['compile_s']:.1f}", f"{min(per_rep):.2f}-{max(per_rep):.2f}x"])
     return out
 
 
@@ -339,7 +344,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     rows = measure(args)
     print(format_table(["envs x steps", "peer SPS", "ours SPS", "ours / peer",
-                        "CPU s ours / peer", "peer compile s", "ours compile s"],
+                        "CPU s ours / peer", "peer compile s", "ours compile s",
+                        "ours / peer per rep"],
                        summary(rows)))
     if args.json_out:
         with open(args.json_out, "w") as f:

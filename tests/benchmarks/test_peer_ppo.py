@@ -75,6 +75,7 @@ def test_summary_is_ours_over_the_peer():
     (row,) = peer_ppo.summary(rows)
     assert row[0] == "4x128" and row[3] == "1.25x" and row[4] == "0.50x"
     assert (row[5], row[6]) == ("9.0", "5.5")
+    assert row[7] == "1.20-1.30x"  # each rep's ours over the peer's
 
 
 def test_categorical_stand_in_is_the_categorical_math():
