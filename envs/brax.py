@@ -87,7 +87,7 @@ def observation_size(env) -> int:
     ``env.observation_size`` runs a reset eagerly, op by op, and its one-op compiles took
     about 3 s of a 5.5 s env build on a 2-core CPU (docs/design.md, "Compile time")."""
     with _brax_numpy():
-        obs = jax.eval_shape(env.unwrapped.reset, jax.ShapeDtypeStruct((2,), jnp.uint32)).obs
+        obs = jax.eval_shape(lambda: env.unwrapped.reset(jax.random.PRNGKey(0))).obs
     return int(obs.shape[-1])
 
 
