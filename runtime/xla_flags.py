@@ -16,7 +16,7 @@ XLA_FLAG_FIELDS = {
     # On by default (XLA's default); that scheduler orders an unrolled update so that every
     # gradient step's buffers are live at once (runtime.memory.live_steps), which is why
     # configs/atari_base.py turns it off. It orders ops, so results do not depend on it
-    # (masked CartPole, CartPole at 64 envs and Brax gave identical metrics with it off).
+    # (an LSTM, a feed-forward and a Brax config gave identical metrics with it off).
     "xla_cpu_concurrency_scheduler":
         lambda v: f"--xla_cpu_enable_concurrency_optimized_scheduler={str(v).lower()}",
     # Deterministic GPU ops (scatters, reductions) where XLA has them; no effect on CPU,
