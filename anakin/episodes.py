@@ -30,7 +30,7 @@ from rlcore.networks import step_network
 from rlcore.policy import policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
 from rlcore.types import Array, CoreState, EpisodeSummary
-from runtime.stats import EpisodeResults
+from runtime.commands.stats import EpisodeResults
 
 CHUNK = 128  # env steps per jitted call of the evaluate command
 

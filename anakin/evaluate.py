@@ -10,7 +10,7 @@ agent (default 0) and its own seed. Frames for ``--video`` are drawn from env 0'
 observations (``envs.registry.obs_frame_fn``), except a Brax env's, which Brax's renderer
 draws from env 0's states where the host gives it an OpenGL context (``envs.brax``).
 
-Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
+Exit codes (``runtime.process.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 ``error:`` line).
 """
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 import sys
 
-from runtime import evaluation as ev
+from runtime.commands import evaluation as ev
 
 # The modules that start JAX's work (``jax``, the episode player, the trainer's) load in the
-# functions below: a bad argument is refused before they do (``runtime.evaluation.run``).
+# functions below: a bad argument is refused before they do (``runtime.commands.evaluation.run``).
 
 
 def agent_params(run, learner, agent: int):
@@ -47,7 +47,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from envs import registry, render
     from rlcore.networks import initial_core
     from rlcore.seeding import EvaluateRoots
-    from runtime.config import DeviceCounts, validate
+    from runtime.config.validation import DeviceCounts, validate
     from runtime.distributed import data_mesh
 
     if args.video and registry.resolve(config.env_id, registry.ANAKIN).library == registry.BRAX:
@@ -94,12 +94,12 @@ def _renders(env) -> bool:
 
 
 def main() -> None:
-    """The command (``runtime.evaluation.evaluate_command``): ``configs/base.py`` fills the
+    """The command (``runtime.commands.evaluation.evaluate_command``): ``configs/base.py`` fills the
     fields an older ``config.json`` lacks; Atari scores are also given human-normalised;
-    ``--agent`` is checked against the config's agents (``runtime.sweep.num_agents``)."""
+    ``--agent`` is checked against the config's agents (``runtime.config.sweep.num_agents``)."""
     from configs import base
     from envs.atari_scores import human_normalized_scores
-    from runtime.sweep import num_agents
+    from runtime.config.sweep import num_agents
 
     ev.evaluate_command(evaluate, base.get_config, human_normalized_scores, num_agents)
 

@@ -28,9 +28,10 @@ from rlcore.normalize import observer, reward_scaling
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState, Params
-from runtime import build, distributed, sweep, train_command
-from runtime.cadence import train_eval_due
-from runtime.config import (
+from runtime import distributed
+from runtime.commands import train as train_command
+from runtime.config import build, sweep
+from runtime.config.validation import (
     MAX_SEED,
     DeviceCounts,
     ModeChecks,
@@ -39,9 +40,10 @@ from runtime.config import (
     is_int,
     require,
 )
-from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir
-from runtime.signals import SignalFlag
+from runtime.process.signals import SignalFlag
+from runtime.run.cadence import train_eval_due
+from runtime.run.directory import RunDir
+from runtime.run.metrics import eval_scalars
 
 AXIS = distributed.DATA_AXIS
 
@@ -106,7 +108,7 @@ class AnakinRun:
     """The compiled pieces of one Anakin run: init, the K-update call, and the mesh.
 
     Several agents (``num_seeds`` seeds, times the variants of ``config.sweep``; see
-    ``runtime.sweep``) train in the same compiled call: the whole per-agent computation
+    ``runtime.config.sweep``) train in the same compiled call: the whole per-agent computation
     (rollout, update, env reset) is ``jax.vmap``ped over an agent axis (params are initialised
     agent by agent), each agent with the roots of its seed and its swept values, so it is the
     plain run of those (up to XLA's batched kernels). One agent runs without the vmap.
@@ -125,6 +127,7 @@ class AnakinRun:
         # Every variant's optimizer state has this one's structure (validation sees to it).
         self.lag = policy_lag(config)
         learner = build.learner(config, self.env.spec, MODE, self.num_devices,
+                                distributed.device_counts().processes,
                                 self.derived.num_updates, sweep.variants(config)[0],
                                 policy_lag=self.lag)
         self.network, self.hparams, self.optimizer = (
@@ -173,7 +176,7 @@ class AnakinRun:
 
     def _evaluations(self, learner: LearnerState, roots: Roots) -> EpisodeSummary:
         """Greedy episodes of every agent after its update ``u`` when one is due
-        (``runtime.cadence.train_eval_due``; zeros otherwise, or when evaluation is off); sums
+        (``runtime.run.cadence.train_eval_due``; zeros otherwise, or when evaluation is off); sums
         over devices. The branch is taken outside the agents' vmap, so that it is skipped,
         not masked."""
         every = self.config.eval_every
@@ -287,7 +290,7 @@ def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
     return sizes
 
 
-# A signal during a call lets it finish and save (``runtime.signals``) within its bound:
+# A signal during a call lets it finish and save (``runtime.process.signals``) within its bound:
 # the first call's (not measured yet; a call that has not returned by then is taken as hung),
 # later ones twice the longest call so far.
 FIRST_CALL_BOUND_S = 600.0

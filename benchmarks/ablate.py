@@ -43,9 +43,9 @@ from benchmarks import ablate_report as report
 from benchmarks import staleness_report as stale
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.arguments import OneLineParser, doc_summary
-from runtime.launch import FAKE_DEVICES_FLAG
-from runtime.output_paths import output_dir_problem
+from runtime.commands.launch import FAKE_DEVICES_FLAG
+from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.process.paths import output_dir_problem
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,7 +1,7 @@
 """Ablation results: per-run records from run directories, group statistics, tables, plots.
 
 A *run* is one seed of one cell. Its record comes from the run directory alone
-(``metrics.jsonl`` and ``timing.json``, see ``runtime.rundir``):
+(``metrics.jsonl`` and ``timing.json``, see ``runtime.run.directory``):
 
 - ``sps``: steady-state env steps/s of one agent, ``steps_per_update x (updates after the
   first call) / (train_s - first_call_s)``; ``program_sps`` counts all agents of the program
@@ -161,7 +161,7 @@ def curve_spread(rows_a: Sequence[dict], rows_b: Sequence[dict]) -> float:
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the Student-t interval of the mean over ``values`` (None
-    skipped; ``runtime.stats.t_interval``); ``low == high == mean`` for one value.
+    skipped; ``runtime.commands.stats.t_interval``); ``low == high == mean`` for one value.
 
     (Not a bootstrap: over 2-3 seeds a percentile bootstrap of the mean is the range of the
     seeds, and covers far less than its nominal 95%.)"""
@@ -170,7 +170,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
         return (math.nan, math.nan, math.nan)
     if x.size < 2:
         return (float(x[0]),) * 3
-    from runtime.stats import t_interval
+    from runtime.commands.stats import t_interval
 
     m, half = t_interval(x, confidence)
     return (m, m - half, m + half)

@@ -116,8 +116,8 @@ ATARI_SIZES = (("num_envs", 8), ("num_actor_threads", 2), ("num_steps", 32),
                ("num_minibatches", 2))
 ATARI_BUDGET = 8 * 32 * 6
 
-# The staleness suite: lags, the corrections each algorithm takes (runtime.config checks the
-# same list), the (env, algorithm) settings of its returns, and its Sebulba throughput part.
+# The staleness suite: lags, the corrections each algorithm takes (runtime.config.validation checks
+# the same list), the (env, algorithm) settings of its returns, and its Sebulba throughput part.
 STALE_LAGS = (0, 1, 2, 4, 8)
 STALE_CORRECTIONS = {"ppo": ("none", "decoupled", "vtrace", "lr_scale", "filter"),
                      "impala": ("none", "lr_scale")}

@@ -45,9 +45,9 @@ import numpy as np
 from rliable import library, metrics
 
 from envs import atari_scores
-from runtime.arguments import OneLineParser, doc_summary
-from runtime.one_line import single_line
-from runtime.output_paths import output_dir_problem
+from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.process.one_line import single_line
+from runtime.process.paths import output_dir_problem
 
 METRICS = ("median", "mean", "iqm", "optimality_gap")
 METRIC_TITLES = {"median": "Median", "mean": "Mean", "iqm": "IQM",

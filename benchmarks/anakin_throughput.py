@@ -84,7 +84,7 @@ from envs import registry
 from envs.base import step_batch
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
-from runtime.xla_flags import apply_compile_cache, apply_xla_cpu_flags, cpu_threads_for
+from runtime.config.xla_flags import apply_compile_cache, apply_xla_cpu_flags, cpu_threads_for
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
@@ -429,7 +429,7 @@ def agent_rows(rows: list[dict]) -> list[list[str]]:
 
 def as_run(config, fn, *args):
     """``fn(*args)`` in a process of its own whose JAX starts with the XLA CPU threads an
-    Anakin run of ``config`` gets (``runtime.xla_flags.cpu_threads_for``; one for the 4-env
+    Anakin run of ``config`` gets (``runtime.config.xla_flags.cpu_threads_for``; one for the 4-env
     rows, XLA's one per core for the larger ones)."""
     return in_fresh_process(cpu_threads_for(config, "anakin"), fn, *args)
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 from benchmarks.common import format_table, read_rows
-from runtime.arguments import OneLineParser
+from runtime.process.arguments import OneLineParser
 from sebulba import timers
 
 CONFIG = "configs/atari_ppo_2core.py"

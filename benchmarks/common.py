@@ -63,7 +63,7 @@ def in_fresh_process(threads: int | None, fn: Callable[..., Any], *args: Any) ->
     the pool is sized once, when JAX starts, so rows of a table that runs of different
     sizes would start with different counts are measured each in a process of its own.
     ``PJRT_NPROC`` set by the user wins. ``fn`` and ``args`` must pickle (module-level)."""
-    from runtime.xla_flags import THREADS_VARIABLE
+    from runtime.config.xla_flags import THREADS_VARIABLE
 
     saved = os.environ.get(THREADS_VARIABLE)
     if saved is None and threads:
@@ -80,6 +80,6 @@ def in_fresh_process(threads: int | None, fn: Callable[..., Any], *args: Any) ->
 def xla_cpu_threads() -> int:
     """The XLA CPU intra-op pool size of this process: ``PJRT_NPROC`` where set, else one
     per core the process may run on (XLA's default)."""
-    from runtime.xla_flags import THREADS_VARIABLE
+    from runtime.config.xla_flags import THREADS_VARIABLE
 
     return int(os.environ.get(THREADS_VARIABLE) or len(os.sched_getaffinity(0)))

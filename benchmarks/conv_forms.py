@@ -28,7 +28,7 @@ from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.networks import NETWORKS
 from rlcore.optim import optimizer_for
 from rlcore.types import Trajectory
-from runtime.fields import hparams_of
+from runtime.config.fields import hparams_of
 
 
 def parse_args(argv=None):

@@ -5,7 +5,7 @@
 several directories as one label (runs of one program with different seeds). Inside a label
 the agents are told apart by every swept field and the seed: each variant of a sweep is
 its own line, the mean over its seeds with a band from the lowest to the highest seed. The
-drawing is ``runtime.curves.draw``, the one every run uses for its own ``curve.png``. The
+drawing is ``runtime.run.curves.draw``, the one every run uses for its own ``curve.png``. The
 default ``--out`` is ``RUN/curve.png`` for one run, ``curves.png`` for several.
 ``--target`` adds a dashed line. It prints, per line, the statistic the learning
 comparisons use: per agent the mean logged return over the last 20% of training (env steps
@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 
 from envs.registry import return_axis_label
-from runtime.arguments import OneLineParser, doc_summary
-from runtime.curves import Line, common_label, draw, env_id_of, run_lines
-from runtime.run_files import read_metrics
+from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.run.curves import Line, common_label, draw, env_id_of, run_lines
+from runtime.run.files import read_metrics
 
 LAST_FRACTION = 0.2  # the statistic's share of training (benchmarks.seeds' too)
 

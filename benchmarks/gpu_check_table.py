@@ -26,7 +26,7 @@ import signal
 import sys
 
 from benchmarks.common import format_table
-from runtime.run_files import read_metrics
+from runtime.run.files import read_metrics
 from sebulba import timers
 
 FRAME_SKIP = 4  # Atari (EnvPool -v5): one env step is 4 frames
@@ -252,7 +252,7 @@ def _read_text(path: str) -> str:
 def determinism_line(workdir_a: str, workdir_b: str) -> str:
     """Whether two runs of one seed (the check's ``deterministic=True`` pair) logged the
     same metrics, clock keys aside: one line naming the first difference if not."""
-    from runtime.metrics import is_clock_key  # (only here: the other commands need no JAX)
+    from runtime.run.metrics import is_clock_key  # (only here: the other commands need no JAX)
 
     def steady(path):
         return [{k: v for k, v in row.items() if not is_clock_key(k)}

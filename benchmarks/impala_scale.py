@@ -24,7 +24,7 @@ from benchmarks.common import format_table
 from rlcore import losses, returns
 from rlcore.networks import make_network
 from rlcore.types import EnvSpec, Trajectory
-from runtime.arguments import OneLineParser
+from runtime.process.arguments import OneLineParser
 
 ATARI = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=18)  # full action set
 HP = dict(discount=0.99, vf_coef=0.5, ent_coef=0.01)  # Cleanba's IMPALA

@@ -1,4 +1,4 @@
-"""``runtime.memory``'s estimate against XLA's own accounting of the compiled programs.
+"""``runtime.config.memory``'s estimate against XLA's own accounting of the compiled programs.
 
 ``python -m benchmarks.memory_check`` compiles (does not run) the Sebulba learner update of
 ``configs/atari_ppo.py`` with a small ``num_envs`` (``python -m benchmarks.memory_check
@@ -22,8 +22,8 @@ from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec, Trajectory
-from runtime import memory
-from runtime.fields import hparams_of
+from runtime.config import memory
+from runtime.config.fields import hparams_of
 from sebulba import train as sebulba_train
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
@@ -98,7 +98,7 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
     """``(name, estimate, measured bytes, compile seconds)`` of the programs: the Atari
     learner with a rolled gradient-step loop (``update_unroll=1``) and with the config's own
     ``update_unroll=0`` (with XLA CPU's concurrency-optimized scheduler on, every unrolled
-    step keeps its buffers: ``runtime.memory.live_steps``), and the MinAtar Anakin call."""
+    step keeps its buffers: ``runtime.config.memory.live_steps``), and the MinAtar Anakin call."""
     out = []
     for unroll in (1, 0):
         c = atari_config(atari_envs, atari_steps)
@@ -118,7 +118,7 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
 
 
 def parse_args(argv=None):
-    from runtime.arguments import OneLineParser, doc_summary
+    from runtime.process.arguments import OneLineParser, doc_summary
 
     p = OneLineParser(prog="python -m benchmarks.memory_check",
                       description=doc_summary(__doc__))
@@ -130,7 +130,7 @@ def parse_args(argv=None):
 
 
 def main(argv) -> None:
-    from runtime.xla_flags import apply_xla_cpu_flags
+    from runtime.config.xla_flags import apply_xla_cpu_flags
 
     args = parse_args(argv[1:])
     apply_xla_cpu_flags(atari_config())  # the runs' XLA CPU flags (scheduler), before JAX starts

@@ -156,7 +156,7 @@ def our_config(peer_name: str, num_envs: int, num_steps: int, total: int):
 def ours(num_envs: int, num_steps: int, total: int, peer_name: str = "purejaxrl") -> dict:
     """Our Anakin training command's loop at this size (run in a fresh process)."""
     from anakin import train as anakin_train
-    from runtime.xla_flags import apply_compile_cache
+    from runtime.config.xla_flags import apply_compile_cache
 
     config = our_config(peer_name, num_envs, num_steps, total)
     apply_compile_cache(config)
@@ -283,7 +283,7 @@ def _classic_gymnax_step() -> None:
 
 def threads_for(peer_name: str, num_envs: int, num_steps: int) -> int | None:
     """Our run's XLA CPU threads at this size (``cpu_threads`` auto)."""
-    from runtime.xla_flags import cpu_threads_for
+    from runtime.config.xla_flags import cpu_threads_for
 
     return cpu_threads_for(our_config(peer_name, num_envs, num_steps, num_envs * num_steps),
                            "anakin")

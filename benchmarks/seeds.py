@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 from benchmarks.common import format_table, read_rows
-from runtime.arguments import OneLineParser, doc_summary
+from runtime.process.arguments import OneLineParser, doc_summary
 
 LAST_FRACTION = 0.2
 

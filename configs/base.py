@@ -1,15 +1,15 @@
 """Fields every config has, with typed defaults; other configs import and override them.
 
 The defaults, with each field's meaning and the values it takes, are the records of
-``runtime.fields`` (listed in docs/configuration.md); this file builds the config from them.
+``runtime.config.fields`` (listed in docs/configuration.md); this file builds the config from them.
 Every field can be overridden from the command line, e.g. ``--config.total_env_steps=1000000``
 or ``--config.learner_device_ids=1,2,3`` (tuples, not lists).
 """
 
 import ml_collections
 
-from runtime.fields import default_config
-from runtime.sweep import sweep_fields
+from runtime.config.fields import default_config
+from runtime.config.sweep import sweep_fields
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -110,7 +110,7 @@ def human_normalized(env_id_or_game: str,
 def human_normalized_scores(env_id: str, returns) -> np.ndarray | None:
     """Human-normalised scores ``[N]`` of the returns ``[N]`` of an env; None for an env
     that is not one of the 57 Atari games (the score normaliser the evaluate commands
-    pass to ``runtime.evaluation``)."""
+    pass to ``runtime.commands.evaluation``)."""
     if game_name(env_id) is None:
         return None
     return np.asarray(human_normalized(env_id, np.asarray(returns, np.float64)))

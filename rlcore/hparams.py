@@ -2,12 +2,12 @@
 
 The loss and optimizer scalars are pytree leaves: an agent of a sweep holds its swept
 values there as traced scalars (``jax.vmap`` over a record of ``[A]`` arrays, see
-``runtime.sweep.agent_hparams``), while the others stay Python numbers, constants of the
+``runtime.config.sweep.agent_hparams``), while the others stay Python numbers, constants of the
 compiled program. The choices that shape the program (algorithm, optimizer, flags, epochs
 and minibatches) are static fields, part of the record's tree structure.
 
-The record has no defaults: the field records of ``runtime.fields`` hold them (and
-``configs/base.py`` builds its config from them); ``runtime.fields.hparams_of`` builds the
+The record has no defaults: the field records of ``runtime.config.fields`` hold them (and
+``configs/base.py`` builds its config from them); ``runtime.config.fields.hparams_of`` builds the
 record from a config (fields named like the config fields). The update-plan sizes derived
 from these fields are derived here once (``gradient_steps``, ``envs_per_minibatch``).
 """
@@ -22,7 +22,7 @@ from flax import struct
 @struct.dataclass
 class HParams:
     """Loss and optimizer hyperparameters: the config fields of the same names, whose
-    meanings and values are their records in ``runtime.fields`` (docs/configuration.md).
+    meanings and values are their records in ``runtime.config.fields`` (docs/configuration.md).
 
     The first thirteen, the loss and optimizer scalars, are pytree leaves (an agent of a
     sweep holds traced values there); the others are static, part of the tree structure:
@@ -71,14 +71,14 @@ class HParams:
 
 def gradient_steps(num_epochs: int, num_minibatches: int) -> int:
     """Optimizer steps per update: one per minibatch of every epoch (the one place this is
-    derived; ``runtime.config.derive`` and the learning-rate schedule read it)."""
+    derived; ``runtime.config.validation.derive`` and the learning-rate schedule read it)."""
     return num_epochs * num_minibatches
 
 
 def envs_per_minibatch(envs_per_shard: int, num_minibatches: int) -> int:
     """Envs (whole sequences, or their samples' share) of one minibatch on one learner
     device, whose ``envs_per_shard`` envs split into ``num_minibatches`` (the one place this
-    is derived; ``runtime.config.derive`` reads it)."""
+    is derived; ``runtime.config.validation.derive`` reads it)."""
     return envs_per_shard // num_minibatches
 
 

@@ -144,7 +144,7 @@ class Conv(nn.Module):
     steps) XLA's convolution ran 11.5x slower in a rolled ``lax.scan`` than unrolled (39.7 s
     vs 3.4 s), the GEMM about alike (7.3 s rolled, 5.6 s unrolled), so the unrolled XLA
     convolution is the fastest and stays the default (with XLA CPU's concurrency-optimized
-    scheduler off an unrolled update is as lean as a rolled one: runtime/memory.py); the GEMM
+    scheduler off an unrolled update is as lean as a rolled one: runtime/config/memory.py); the GEMM
     is for conv nets that must run in rolled loops. Checkpoints do not depend on the form.
     """
 

@@ -201,7 +201,7 @@ def maybe_normalized(net: Network, obs_shape: tuple[int, ...], normalize_obs: bo
 
 def reward_scaling(config: Any) -> tuple[float, float] | None:
     """``(gamma, clip)`` of a config's reward scaling, None where ``normalize_reward`` is off
-    (a sweep of gamma is refused with it: ``runtime.config``)."""
+    (a sweep of gamma is refused with it: ``runtime.config.validation``)."""
     if not config.normalize_reward:
         return None
     return float(config.gamma), float(config.normalize_reward_clip)

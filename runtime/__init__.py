@@ -1,11 +1,14 @@
-"""Everything around a run, apart from the RL math of ``rlcore``.
+"""Everything around a run, apart from the RL math of ``rlcore``, in four rooms and one
+module (docs/design.md, "Rooms"), each importing only ``rlcore``, itself and the rooms
+listed before it (tests/test_layout.py checks it):
 
-Config validation and derived sizes (``config``), the one command-line driver of every
-entry point (``command``: absl flag parsing and exit codes), the training commands
-(``entry``), argparse commands (``cli``), the run directory (``rundir``: config.json,
-metrics, checkpoints), checkpoints (``checkpoint``), metrics sinks (``metrics``), the
-multi-process runtime (``distributed``), the memory estimate (``memory``), sweeps
-(``sweep``), the local launcher (``launch``), the offline evaluation driver
-(``evaluation``), its statistics and tables (``stats``) and its videos (``video``). It
-imports ``rlcore`` and nothing else of ours (tests/test_layout.py checks it).
+- ``process``: a command's life as a process: exit codes, one-line failures, signals,
+  flag parsing, output paths;
+- ``config``: the config's fields, their validation and derived sizes, sweeps, XLA
+  flags, the agent builder and the memory plan;
+- ``distributed``: JAX's multi-controller runtime, the device mesh, cross-process votes;
+- ``run``: the run directory and its parts: metrics, checkpoints and their clock, resume,
+  the workdir and its lock, curves, console lines;
+- ``commands``: what a command runs: training, evaluation with its statistics and video,
+  the local launcher.
 """

@@ -11,7 +11,7 @@ from absl import flags
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from runtime.config import DeviceCounts
+from runtime.config.validation import DeviceCounts
 
 DATA_AXIS = "data"
 

@@ -26,7 +26,7 @@ import numpy as np
 from envs.base import HostEnv
 from rlcore.policy import policy_step
 from rlcore.types import EpisodeSummary
-from runtime.stats import EpisodeResults
+from runtime.commands.stats import EpisodeResults
 
 
 def no_core(n: int) -> None:

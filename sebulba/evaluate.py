@@ -15,7 +15,7 @@ Frames for ``--video``: envs that render RGB frames themselves (EnvPool,
 ``envs.registry.render_overrides``) give their own; the others' observations are drawn
 (``envs.registry.obs_frame_fn``).
 
-Exit codes (``runtime.exits``): 0 done, 1 runtime failure, 2 bad argument (one
+Exit codes (``runtime.process.exits``): 0 done, 1 runtime failure, 2 bad argument (one
 ``error:`` line).
 """
 
@@ -28,7 +28,7 @@ import jax
 
 from rlcore.networks import initial_core
 from rlcore.seeding import EvaluateRoots, evaluate_host_seed
-from runtime import evaluation as ev
+from runtime.commands import evaluation as ev
 from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.host_envs import make_host_env
 
@@ -43,7 +43,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from envs import registry
     from envs.render import label_frames
-    from runtime.config import DeviceCounts, validate
+    from runtime.config.validation import DeviceCounts, validate
     from sebulba.train import MODE, SebulbaRun
 
     ev.check_agent(args.agent, 1)
@@ -81,7 +81,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
 
 
 def main() -> None:
-    """The command (``runtime.evaluation.evaluate_command``): ``configs/base.py`` fills the
+    """The command (``runtime.commands.evaluation.evaluate_command``): ``configs/base.py`` fills the
     fields an older ``config.json`` lacks; Atari scores are also given human-normalised."""
     from configs import base
     from envs.atari_scores import human_normalized_scores

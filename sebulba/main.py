@@ -6,14 +6,15 @@ Exit codes: 0 done, 1 runtime failure, 2 bad config, 130/143 after a signal.
 """
 
 if __name__ == "__main__":  # from here on a signal ends the command with its one line
-    from runtime import signals
+    from runtime.process import signals
 
     signals.start()
 
 from absl import app, flags  # noqa: E402 - after the handlers: imports take seconds
 
 import configs  # noqa: E402 - the shipped configs' file locator only
-from runtime import train_command, train_flags  # noqa: E402
+from runtime.commands import train as train_command  # noqa: E402
+from runtime.commands import train_flags
 
 FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/sebulba",
                                  mode="sebulba", locate=configs.locate)

@@ -2,7 +2,7 @@
 
 A run whose updates are short prints only its log lines. When the learner spends more than
 ``FIRST_S`` in one stage of an update (waiting for the actors' rollouts, compiling its step,
-training, evaluating), a thread (``runtime.console_ticker``) prints one line on stderr, then
+training, evaluating), a thread (``runtime.run.console``) prints one line on stderr, then
 one every ``EVERY_S`` while the stage lasts, saying what the learner does and what the actors
 have done meanwhile::
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 
-from runtime.console_ticker import Ticker, clock
+from runtime.run.console import Ticker, clock
 from sebulba.timers import STEPPING
 
 FIRST_S = 30.0  # a stage this long gets its first line

@@ -30,9 +30,11 @@ from rlcore.networks import initial_core
 from rlcore.normalize import observer, reward_scaling
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState, Trajectory
-from runtime import build, distributed, failure, memory, train_command
-from runtime.cadence import train_eval_due
-from runtime.config import (
+from runtime import distributed
+from runtime.commands import train as train_command
+from runtime.config import build, memory
+from runtime.config.sweep import swept
+from runtime.config.validation import (
     DeviceCounts,
     HostMemory,
     ModeChecks,
@@ -45,11 +47,12 @@ from runtime.config import (
     require,
     shown,
 )
-from runtime.exits import ExitNow
-from runtime.metrics import eval_scalars
-from runtime.rundir import RunDir
-from runtime.signals import SignalFlag
-from runtime.sweep import swept
+from runtime.process import failure
+from runtime.process.exits import ExitNow
+from runtime.process.signals import SignalFlag
+from runtime.run.cadence import train_eval_due
+from runtime.run.directory import RunDir
+from runtime.run.metrics import eval_scalars
 from sebulba import learner as sl
 from sebulba import pipeline, timers
 from sebulba.actor import Actor, ActorSpec, RolloutItem, make_final_value_fn, make_policy_fn
@@ -108,7 +111,7 @@ def queue_depth(config) -> int:
 def host_bytes(config, spec, num_processes: int = 1) -> int:
     """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
     the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
-    is ``runtime.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
+    is ``runtime.config.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
     fields (actors ship no values)."""
     threads = len(config.actor_device_ids) * config.num_actor_threads
     local_envs = config.num_envs // num_processes
@@ -151,8 +154,9 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
-        learner = build.learner(config, self.spec, MODE, shards, self.derived.num_updates,
-                                policy_lag=pipeline.lag_of(config) or 0)
+        learner = build.learner(config, self.spec, MODE, shards,
+                                distributed.device_counts().processes,
+                                self.derived.num_updates, policy_lag=pipeline.lag_of(config) or 0)
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)

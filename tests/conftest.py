@@ -50,7 +50,7 @@ warnings.filterwarnings("error", category=DeprecationWarning, module=r"jax(\.|$)
 # Under pytest-xdist the controller imports this file before it starts the workers, so they
 # inherit its directory through PODRACER_TEST_JAX_CACHE and only the controller removes it.
 # The commands' default cache location (``compile_cache_dir`` empty) is this variable where
-# set, so no test writes to the user's cache (runtime/xla_flags.py, ``compile_cache_dir``).
+# set, so no test writes to the user's cache (runtime/config/xla_flags.py, ``compile_cache_dir``).
 if "PODRACER_TEST_JAX_CACHE" in os.environ:
     _CACHE_DIR = os.environ["PODRACER_TEST_JAX_CACHE"]
 else:

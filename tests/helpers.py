@@ -7,8 +7,8 @@ import os
 
 import numpy as np
 
-from runtime.metrics import is_clock_key
-from runtime.video import quiet_fork
+from runtime.commands.video import quiet_fork
+from runtime.run.metrics import is_clock_key
 from tests import fast_compile
 
 
@@ -92,7 +92,7 @@ def sigterm_after_first_log(module: str, args: list[str], timeout_s: float = 120
 
 
 def lock_holder(workdir, run: str = ""):
-    """A process that takes the lock of ``workdir`` (``runtime.workdir_lock.hold(workdir,
+    """A process that takes the lock of ``workdir`` (``runtime.run.lock.hold(workdir,
     run)``) and sleeps; returned (a ``Popen``) once it holds it. The caller kills it."""
     import subprocess
     import sys

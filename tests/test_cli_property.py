@@ -1,13 +1,13 @@
 """Property test of the command-line tools' arguments (docs/design.md, "Exit codes"): random
-flags and values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.launch`` and the
-evaluate commands' argument check. Every draw ends in exit 0 (the arguments are fine) or a
+flags and values for ``benchmarks.ablate``, ``benchmarks.aggregate``, ``runtime.commands.launch``
+and the evaluate commands' argument check. Every draw ends in exit 0 (the arguments are fine) or a
 one-line exit 2 naming a flag; never a traceback or another exception.
 
 Drawn in-process, so that a draw costs microseconds: the parsers (ablate, launch), the whole
 of ``aggregate.main`` (it checks its arguments and reads the run directories before any
-work), and ``runtime.evaluation.check_args`` (what ``python -m anakin.evaluate`` runs before
-loading anything; its flag parsing is absl's, whose errors are one line by
-``runtime.flag_parser.parse_flags``, tested in tests/runtime/test_evaluation.py).
+work), and ``runtime.commands.evaluation.check_args`` (what ``python -m anakin.evaluate`` runs
+before loading anything; its flag parsing is absl's, whose errors are one line by
+``runtime.process.flags.parse_flags``, tested in tests/runtime/test_evaluation.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import ablate, aggregate
-from runtime import evaluation, exits, launch
+from runtime.commands import evaluation, launch
+from runtime.process import exits
 
 VALUES = st.one_of(
     st.sampled_from(["", "0", "-1", "1", "3", "nan", "inf", "-inf", "1e400", "2**31",
@@ -85,6 +86,6 @@ def test_launch_arguments(argv, with_command):
                  greedy=st.booleans(), video=VALUES, agent=st.integers(-5, 10**6),
                  max_episode_steps=st.integers(-5, 10**9)))
 def test_evaluate_argument_check(args):
-    """Through ``runtime.exits.run_command``, as the evaluate commands run it."""
+    """Through ``runtime.process.exits.run_command``, as the evaluate commands run it."""
     _assert_clean(*_outcome(lambda: exits.run_command(lambda: evaluation.check_args(args),
                                                         evaluation.EVALUATE_ERRORS)), args)

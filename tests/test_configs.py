@@ -126,7 +126,7 @@ def test_locate_names_a_shipped_config_from_any_directory(tmp_path, monkeypatch)
     """``--config`` takes a file (relative to the current directory, which wins) or a shipped
     config's name, with or without ``configs/`` and ``.py``; an ``:ARG`` suffix is kept."""
     from configs import locate
-    from runtime.train_flags import located_config
+    from runtime.commands.train_flags import located_config
 
     monkeypatch.chdir(tmp_path)
     shipped = str(CONFIG_DIR / "cartpole_ppo.py")

@@ -12,7 +12,7 @@ import sebulba.train as sebulba_train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
 from rlcore.staleness import lag_scaled_learning_rate
-from runtime.run_files import read_metrics
+from runtime.run.files import read_metrics
 
 CLOCK = ("wall_time", "sps")
 

@@ -1,4 +1,4 @@
-"""``python -m runtime.launch``: N local processes of one run, prefixed output, the first
+"""``python -m runtime.commands.launch``: N local processes of one run, prefixed output, the first
 failure wins, signals reach every process, nothing outlives the launcher; and
 ``runtime.distributed.detected_cluster`` (the runtime JAX's cluster detection finds).
 
@@ -22,8 +22,8 @@ import pytest
 from ml_collections import ConfigDict
 
 from runtime import distributed
+from runtime.commands.launch import free_port
 from runtime.distributed import data_mesh
-from runtime.launch import free_port
 from tests.helpers import (
     REPO,
     assert_rows_close,
@@ -82,7 +82,7 @@ sys.stdout.write("no newline")
 
 
 def _launcher(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "runtime.launch", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "runtime.commands.launch", *args], cwd=REPO,
                             env=env or entry_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -130,7 +130,7 @@ def _finish(proc: subprocess.Popen, timeout_s: float) -> tuple[int, str, str, li
 
 
 def _run(args: list[str], timeout_s: float = 60, env: dict | None = None):
-    """``python -m runtime.launch *args`` to the end: ``(code, stdout, stderr, pids)``."""
+    """``python -m runtime.commands.launch *args`` to the end: ``(code, stdout, stderr, pids)``."""
     return _finish(_launcher(args, env), timeout_s)
 
 

@@ -3,7 +3,10 @@ be written.
 
 Rules (README "Where things are"):
 - ``rlcore`` (the RL math and the policy) imports nothing of ours but itself;
-- ``runtime`` (everything around a run) imports only ``rlcore`` and itself;
+- ``runtime`` (everything around a run) imports only ``rlcore`` and itself; inside it, each
+  room (``RUNTIME_ROOMS``: ``process``, ``config``, ``distributed``, ``run``, ``commands``)
+  imports only ``rlcore``, itself and the rooms before it, and ``runtime/__init__.py``
+  imports nothing (``test_runtime_rooms``);
 - ``envs`` imports only ``rlcore.types`` and ``rlcore.errors`` (and itself);
 - ``configs`` is imported only by configs, the entry points (``anakin/main.py``,
   ``sebulba/main.py``, and the evaluate commands ``anakin/evaluate.py``,
@@ -104,10 +107,69 @@ def test_the_rule_sees_what_it_guards():
            "importlib.import_module(f'configs.{name}')\n")
     found = [m for _, m in imported_modules(ast.parse(src))]
     assert {"envs.base", "configs", "configs.base", "rlcore.config", "configs."} <= set(found)
-    assert not allowed("rlcore", "runtime.config")
+    assert not allowed("rlcore", "runtime.config.validation")
     assert not allowed("runtime", "configs.base")
     assert not allowed("envs", "rlcore.learner")
     assert allowed("envs", "rlcore.types")
+
+
+# runtime's rooms, lowest first: a room may import the rooms before it, never one after.
+RUNTIME_ROOMS = ("process", "config", "distributed", "run", "commands")
+# At most this many entries at runtime's top (its rooms, __init__.py and a few modules).
+RUNTIME_TOP_ENTRIES = 10
+
+
+def runtime_room(module: str) -> str | None:
+    """The room of a dotted module of ours (``runtime.run.metrics`` -> ``run``); None for
+    ``runtime`` itself and modules outside it."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "runtime" and len(parts) > 1 else None
+
+
+def room_allowed(room: str, module: str) -> bool:
+    """May a module of runtime's ``room`` import ``module``? (``runtime`` itself, as in
+    ``from runtime import distributed``, imports nothing.)"""
+    if module.split(".")[0] == "rlcore" or module == "runtime":
+        return True
+    target = runtime_room(module)
+    if target not in RUNTIME_ROOMS:
+        return False
+    return RUNTIME_ROOMS.index(target) <= RUNTIME_ROOMS.index(room)
+
+
+def test_runtime_rooms():
+    """Each room of runtime imports only the rooms before it; every room is a sub-package
+    whose ``__init__.py`` says what it holds, or ``distributed.py``; the top stays small."""
+    top = [p for p in (ROOT / "runtime").iterdir() if p.name != "__pycache__"]
+    assert len(top) <= RUNTIME_TOP_ENTRIES, sorted(p.name for p in top)
+    rooms = {p.stem for p in top if p.name != "__init__.py"}
+    assert rooms == set(RUNTIME_ROOMS), rooms
+    for room in RUNTIME_ROOMS:
+        init = ROOT / "runtime" / room / "__init__.py"
+        if room != "distributed":
+            assert ast.get_docstring(ast.parse(init.read_text())), f"{init}: no docstring"
+    assert not list(ours_imported(ROOT / "runtime" / "__init__.py"))
+    bad = []
+    for path in package_files("runtime"):
+        rel = path.relative_to(ROOT)
+        room = runtime_room(".".join(rel.with_suffix("").parts))
+        if room is None:
+            continue
+        for line, module in ours_imported(path):
+            if not room_allowed(room, module):
+                bad.append(f"{rel.as_posix()}:{line}: {module}")
+    assert not bad, "a runtime room imports a room after it:\n" + "\n".join(bad)
+
+
+def test_the_room_rule_sees_what_it_guards():
+    assert room_allowed("run", "runtime.config.fields")
+    assert room_allowed("run", "runtime.distributed")
+    assert room_allowed("config", "rlcore.types")
+    assert not room_allowed("config", "runtime.run.files")
+    assert not room_allowed("process", "runtime.config")
+    assert not room_allowed("distributed", "runtime.run.metrics")
+    assert not room_allowed("run", "runtime.commands.launch")
+    assert not room_allowed("run", "runtime.commands")
 
 
 CYCLE_PACKAGES = ("rlcore", "runtime", "envs", "anakin", "sebulba", "benchmarks")
@@ -130,7 +192,7 @@ def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
     """``{module: the modules of sources it imports}`` for ``sources`` (``{dotted module:
     its text}``), every import counted wherever it is (inside functions too). An imported
     name is its module when it is one (``from runtime import failure``), else the module it
-    comes from (``from runtime.failure import Details``)."""
+    comes from (``from runtime.process.failure import Details``)."""
     def resolve(name: str) -> str | None:
         while name and name not in sources:
             name = name.rpartition(".")[0]

@@ -15,7 +15,7 @@ Adding an algorithm (say A2C): write ``rlcore/algorithms/a2c.py`` with a frozen 
 ``A2C(FromHParams)`` holding its hyperparameters and implementing ``prepare`` and ``loss``
 (the loss itself may live in ``rlcore.losses`` if it is a reusable pure function), give any
 new hyperparameter a field in ``configs/base.py`` (its default), a row in
-``runtime/fields.py`` and a field in ``HParams``, then add ``"a2c": A2C`` to ``REGISTRY``
+``runtime/config/fields.py`` and a field in ``HParams``, then add ``"a2c": A2C`` to ``REGISTRY``
 below. Validation, the entry points and both architectures pick it up from there.
 """
 

@@ -15,8 +15,8 @@ from rlcore.learner import init_learner_state
 from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
+from runtime.config.fields import hparams_of
 from runtime.distributed import data_mesh
-from runtime.fields import hparams_of
 from tests.helpers import training_part
 
 EVAL_KEYS = ("eval/episode_return", "eval/episode_length")

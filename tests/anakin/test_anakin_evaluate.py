@@ -18,8 +18,8 @@ from envs import registry
 from envs.render import CAPTION_HEIGHT, CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
-from runtime.evaluation import EvalError
-from runtime.stats import parse_table
+from runtime.commands.evaluation import EvalError
+from runtime.commands.stats import parse_table
 from tests.helpers import read_video, run_entry
 
 SOLVED = 475.0

@@ -15,8 +15,8 @@ import anakin.train as anakin_train
 from anakin.train import prepare, train
 from configs import masked_cartpole_ppo, memory_ppo
 from rlcore.errors import ConfigError
+from runtime.commands.stats import parse_table
 from runtime.distributed import data_mesh
-from runtime.stats import parse_table
 from tests.helpers import (
     assert_rows_close,
     best_return,

@@ -90,8 +90,8 @@ def test_console_through_a_long_compile(tmp_path, monkeypatch, capfd):
     """A compile made slow (0.7 s more, a line due every 0.2 s): Anakin says it compiles,
     then that it still does, with the time so far; what native code writes on stderr
     meanwhile (XLA's slow-compile banner) reaches errors.log, not the console."""
-    from runtime import failure
-    from runtime import rundir as rundir_module
+    from runtime.process import failure
+    from runtime.run import directory as rundir_module
 
     monkeypatch.setattr(rundir_module, "COMPILE_EVERY_S", 0.2)
     details = failure.Details(str(tmp_path / "errors.log"))

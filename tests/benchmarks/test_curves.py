@@ -1,4 +1,4 @@
-"""benchmarks.curves and runtime.curves: lines per swept values with a band over seeds (a
+"""benchmarks.curves and runtime.run.curves: lines per swept values with a band over seeds (a
 3 learning rates x 2 seeds sweep is 3 lines of 2 seeds each), the final-20% statistic, the
 two-panel PNG, the wall-clock of a resumed run, the axis label of the env."""
 
@@ -8,8 +8,8 @@ import numpy as np
 
 from benchmarks import curves
 from envs import registry
-from runtime import curves as run_curves
-from runtime import run_files
+from runtime.run import curves as run_curves
+from runtime.run import files
 
 
 def _run(path, rows, env_id=None):
@@ -51,7 +51,7 @@ def _sweep_rows():
 
 def test_a_3_by_2_sweep_is_3_lines_of_2_seeds(tmp_path, capsys):
     run = _run(tmp_path / "sweep", _sweep_rows(), "CartPole-v1")
-    lines = run_curves.run_lines(run_files.read_metrics(run))
+    lines = run_curves.run_lines(files.read_metrics(run))
     assert [line.label for line in lines] == [
         "learning_rate=0.001", "learning_rate=0.0003", "learning_rate=0.0001"]
     assert all(line.seeds == [0, 1] for line in lines)
@@ -101,6 +101,6 @@ def test_a_3_by_2_sweep_run_writes_its_curve(tmp_path):
     c.sweep.learning_rate = (1e-4, 3e-4, 1e-3)
     train(c, str(tmp_path))
     assert _png(tmp_path / "curve.png")
-    lines = run_curves.run_lines(run_files.read_metrics(str(tmp_path)))
+    lines = run_curves.run_lines(files.read_metrics(str(tmp_path)))
     assert [(line.label, line.seeds) for line in lines] == [
         (f"learning_rate={lr:g}", [0, 1]) for lr in (1e-4, 3e-4, 1e-3)]

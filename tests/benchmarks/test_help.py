@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from runtime.arguments import doc_summary
+from runtime.process.arguments import doc_summary
 
 OPTIONS = {
     "aggregate": ["RUN_DIR", "--out", "--last_fraction", "--reps", "--seed", "--key", "--label",

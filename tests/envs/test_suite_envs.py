@@ -291,7 +291,7 @@ def test_suite_in_sebulba_and_evaluated_with_its_renderer(module, limit, library
     per-episode values logged; then greedy evaluation with a video drawn by the suite's own
     renderer."""
     import sebulba.train as sebulba_train
-    from runtime.evaluation import EvalArgs
+    from runtime.commands.evaluation import EvalArgs
     from sebulba.evaluate import evaluate
 
     if registry.missing_extra(library):
@@ -317,7 +317,7 @@ def test_suite_in_anakin_with_seeds_and_video(module, limit, library, tmp_path, 
     """Two agents (``num_seeds=2``) of the suite's config in one Anakin program, then the
     evaluate command's episodes of agent 1 with a video of the suite's own pictures."""
     from anakin.evaluate import evaluate
-    from runtime.evaluation import EvalArgs
+    from runtime.commands.evaluation import EvalArgs
 
     if registry.missing_extra(library):
         pytest.skip(f"the '{library}' extra is not installed: pip install -e '.[{library}]'")

@@ -239,7 +239,7 @@ def test_single_minibatch_update_is_one_gradient_step(algorithm):
 
 def test_algorithms_read_their_hyperparameters_from_the_config():
     from configs import base
-    from runtime.fields import hparams_of
+    from runtime.config.fields import hparams_of
 
     config = base.get_config()
     config.algorithm, config.clip_eps, config.gae_lambda = "ppo", 0.3, 0.7

@@ -158,7 +158,7 @@ def test_lag_scaled_learning_rate_is_the_base_rate_at_lag_0_and_falls_with_the_l
 
 def _hparams(**fields):
     from configs import base
-    from runtime.fields import hparams_of
+    from runtime.config.fields import hparams_of
 
     config = base.get_config()
     config.update(fields)

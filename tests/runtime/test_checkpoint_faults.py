@@ -22,9 +22,9 @@ import pytest
 
 from configs import base
 from rlcore.types import EpisodeSummary
-from runtime.checkpoint import Checkpointer, CheckpointError, short_reason
-from runtime.rundir import RunDir
-from runtime.workdir import set_aside_previous_run
+from runtime.run.checkpoint import Checkpointer, CheckpointError, short_reason
+from runtime.run.directory import RunDir
+from runtime.run.workdir import set_aside_previous_run
 from tests.helpers import REPO, checkpoint_steps, entry_env
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -34,7 +34,7 @@ TMP_SUFFIX = ".orbax-checkpoint-tmp"
 SAVER = """
 import sys, time
 import jax.numpy as jnp
-from runtime.checkpoint import Checkpointer
+from runtime.run.checkpoint import Checkpointer
 
 def state(step):
     return {"params": {"w": jnp.arange(2 ** 19, dtype=jnp.float32) + step,

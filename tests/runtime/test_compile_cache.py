@@ -8,7 +8,7 @@ import os
 
 import ml_collections
 
-from runtime import xla_flags
+from runtime.config import xla_flags
 from tests.helpers import read_metrics, reproducible_part, run_entry
 
 

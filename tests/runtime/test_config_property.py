@@ -6,7 +6,7 @@ naming a field of the config (``sweep.<field>``, ``debug.<field>`` for the sub-c
 or the config, its budget set to one update, trains that update without an exception (the
 debug knobs that inject a failure at update 0 fail as designed). Any other exception is a
 validation bug; the ``@example`` rows are the ones this test found, fixed in
-``runtime.config`` and the modes' ``check_fields``.
+``runtime.config.validation`` and the modes' ``check_fields``.
 
 Values are drawn to be refused: wrong types (str, list, dict, None, bool where a number is
 expected), NaN, +-inf, huge ints (2**63, 10**30, 10**400), negatives, values past float32,
@@ -15,8 +15,8 @@ fine) train one update of a tiny config; most of them share a compile through th
 session's persistent compilation cache (tests/conftest.py), so the file stays short.
 
 Values are stored as given (``set_field``): the command-line parser refuses a value of the
-wrong type before validation (``runtime.train_flags.parse_flags``, exit 2), so wrong types reach
-``validate`` only from Python (a config built from a dict, or with ``ignore_type``), which
+wrong type before validation (``runtime.commands.train_flags.parse_flags``, exit 2), so wrong types
+reach ``validate`` only from Python (a config built from a dict, or with ``ignore_type``), which
 is what this tests.
 """
 

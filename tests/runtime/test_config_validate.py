@@ -16,7 +16,7 @@ from anakin import train as anakin_train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore import algorithms, networks, optim
 from rlcore.errors import ConfigError
-from runtime.config import MAX_SEED, DeviceCounts, derive, validate, validate_distributed
+from runtime.config.validation import MAX_SEED, DeviceCounts, derive, validate, validate_distributed
 from sebulba import train as sebulba_train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def _row(mode, path, value, fragment, *, also=None, field=None, marks=()):
 
 
 BAD = [
-    # Shared fields (checked by runtime.config for both modes).
+    # Shared fields (checked by runtime.config.validation for both modes).
     _row("anakin", "seed", MAX_SEED, "must be an integer in [0, "),
     _row("anakin", "seed", -1, "got -1"),
     _row("anakin", "seed", True, "must be an integer"),

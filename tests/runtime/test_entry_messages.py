@@ -9,7 +9,7 @@ import re
 import ml_collections
 import pytest
 
-from runtime.config_problems import unknown_field
+from runtime.config.problems import unknown_field
 from tests.helpers import run_entry
 
 CONFIG = "--config=configs/cartpole_ppo.py"

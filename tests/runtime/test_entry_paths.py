@@ -15,11 +15,12 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime import train_command, workdir_lock
-from runtime.config_problems import config_file_problem
-from runtime.rundir import RunDir
-from runtime.workdir import check_workdir
-from runtime.xla_flags import THREADS_VARIABLE, apply_xla_cpu_flags, cpu_threads_for
+from runtime.commands import train
+from runtime.config.problems import config_file_problem
+from runtime.config.xla_flags import THREADS_VARIABLE, apply_xla_cpu_flags, cpu_threads_for
+from runtime.run import lock as workdir_lock
+from runtime.run.directory import RunDir
+from runtime.run.workdir import check_workdir
 from tests.helpers import (
     checkpoint_steps,
     config_error_lines,
@@ -196,7 +197,7 @@ def test_a_refused_resume_comes_before_the_trainer_loads(tmp_path):
     try:
         with pytest.raises(ConfigError, match=r"^num_envs: the checkpoint in .* was made with "
                            r"4, not 8; "):
-            train_command._run(config, str(tmp_path), trainer, fresh=False)
+            train._run(config, str(tmp_path), trainer, fresh=False)
     finally:
         workdir_lock.release(str(tmp_path))
 

@@ -1,4 +1,4 @@
-"""runtime.evaluation: argument checks, config loading (defaults passed in), damaged
+"""runtime.commands.evaluation: argument checks, config loading (defaults passed in), damaged
 config files."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rlcore.seeding import MAX_EVAL_ENVS
-from runtime import evaluation as ev
+from runtime.commands import evaluation as ev
 
 
 def _rundir(tmp_path, checkpoint=True):
@@ -56,7 +56,7 @@ def test_check_args_needs_config_and_checkpoint(tmp_path):
 
 def test_load_config_restores_tuples_and_fills_defaults(tmp_path):
     from configs import base
-    from runtime.metrics import write_config
+    from runtime.run.metrics import write_config
 
     config = base.get_config()
     config.learner_device_ids = (1, 2)
@@ -91,7 +91,7 @@ def test_restore_latest_lists_again_when_a_step_vanished_while_listed(tmp_path, 
     import jax.numpy as jnp
     import numpy as np
 
-    from runtime import checkpoint
+    from runtime.run import checkpoint
 
     state = {"w": jnp.arange(3.0)}
     saver = checkpoint.Checkpointer(str(tmp_path))

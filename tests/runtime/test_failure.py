@@ -1,4 +1,4 @@
-"""One line per runtime failure (``runtime.failure``): the summary names what failed and
+"""One line per runtime failure (``runtime.process.failure``): the summary names what failed and
 where, the traceback and library output go to a file, and nothing prints after the line.
 
 Unit tests of the summary and the details file; then real training runs under faults: a
@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from runtime import failure
+from runtime.process import failure
 from tests.helpers import REPO, checkpoint_steps, entry_env, run_entry
 from tests.runtime.test_checkpoint_faults import _damage
 

@@ -1,4 +1,4 @@
-"""The field records (runtime/fields.py) against configs/base.py and the docs page, the
+"""The field records (runtime/config/fields.py) against configs/base.py and the docs page, the
 views read from them, and former field names."""
 
 import dataclasses
@@ -10,7 +10,7 @@ import pytest
 
 from configs import base
 from rlcore.hparams import SCALARS, HParams
-from runtime import fields
+from runtime.config import fields
 
 ROWS = {f.name: f for f in fields.FIELDS}
 
@@ -77,7 +77,7 @@ def test_hparams_of_reads_every_record_field_from_the_config():
 
 
 def test_agent_hparams_holds_the_swept_values_and_none_elsewhere():
-    from runtime import sweep
+    from runtime.config import sweep
 
     config = base.get_config()
     config.num_seeds = 2
@@ -103,8 +103,8 @@ def test_agent_hparams_holds_the_swept_values_and_none_elsewhere():
 def test_a_former_field_name_is_refused_in_one_line_naming_the_new_one():
     from anakin import train as anakin_train
     from rlcore.errors import ConfigError
-    from runtime.config import DeviceCounts, validate
-    from runtime.config_problems import unknown_field
+    from runtime.config.problems import unknown_field
+    from runtime.config.validation import DeviceCounts, validate
     from sebulba import train as sebulba_train
 
     config = base.get_config()
@@ -119,7 +119,7 @@ def test_a_saved_config_is_read_under_the_current_names(tmp_path):
     """An older run's config.json (``minibatch``) evaluates as ``minibatch_kind``."""
     import json
 
-    from runtime.evaluation import load_config
+    from runtime.commands.evaluation import load_config
 
     saved = base.get_config().to_dict()
     saved["minibatch"] = "sequences"
@@ -135,7 +135,7 @@ def test_a_run_saved_before_policy_lag_resumes_at_its_lag(tmp_path):
     """config.json of a run from before the field: it ran at the architecture's own lag
     (-1), so the resume check finds nothing changed; a lag set now is a change."""
     from rlcore.errors import ConfigError
-    from runtime.resume import check_same_config
+    from runtime.run.resume import check_same_config
 
     saved = base.get_config().to_dict()
     del saved["policy_lag"]
@@ -179,8 +179,8 @@ def test_the_pipeline_rule_names_every_pipeline():
 
 
 def test_the_committed_docs_page_is_the_generators_output():
-    """docs/configuration.md is ``python -m runtime.fields``' output; regenerate it with
-    ``python -m runtime.fields > docs/configuration.md``."""
+    """docs/configuration.md is ``python -m runtime.config.fields``' output; regenerate it with
+    ``python -m runtime.config.fields > docs/configuration.md``."""
     from pathlib import Path
 
     committed = Path(__file__).resolve().parents[2] / fields.DOCS_PAGE
@@ -205,10 +205,10 @@ MODE_ROWS = [r for r in fields.FIELDS if r.checked_in in (fields.ANAKIN, fields.
 @pytest.mark.parametrize("row", MODE_ROWS, ids=lambda r: r.name)
 def test_a_modes_own_check_says_what_its_records_rule_says(row):
     """The fields only one architecture checks (in its ``check_fields``) are refused there
-    with the message their record's rule gives (``runtime.config.check_field``)."""
+    with the message their record's rule gives (``runtime.config.validation.check_field``)."""
     from anakin import train as anakin_train
     from rlcore.errors import ConfigError
-    from runtime.config import DeviceCounts, check_field, validate
+    from runtime.config.validation import DeviceCounts, check_field, validate
     from sebulba import train as sebulba_train
 
     mode = anakin_train.MODE if row.checked_in == fields.ANAKIN else sebulba_train.MODE

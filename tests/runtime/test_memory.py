@@ -1,4 +1,4 @@
-"""runtime.memory: the estimate's parts by hand, oversized configs refused by ``prepare``
+"""runtime.config.memory: the estimate's parts by hand, oversized configs refused by ``prepare``
 before anything compiles, Sebulba's host check, and the estimate against XLA's own
 accounting of one small compiled update."""
 
@@ -11,8 +11,8 @@ from benchmarks.memory_check import compile_learner_update, measured_bytes
 from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
-from runtime import memory
-from runtime.agent import NetworkChoice
+from runtime.config import memory
+from runtime.config.agent import NetworkChoice
 from sebulba import train as sebulba_train
 
 CARTPOLE = EnvSpec(obs_shape=(4,), obs_dtype="float32", num_actions=2)

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from rlcore.types import EpisodeSummary
-from runtime.metrics import MetricsLogger, agent_name
-from runtime.run_summary import print_summary
+from runtime.run.metrics import MetricsLogger, agent_name
+from runtime.run.summary import print_summary
 
 # Two learning rates x two seeds; returns 10, 20 (lr 0.001) and 30, 50 (lr 0.0001).
 TAGS = [{"learning_rate": 1e-3, "seed": 0}, {"learning_rate": 1e-3, "seed": 1},

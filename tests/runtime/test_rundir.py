@@ -16,8 +16,8 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.resume import RunComplete
-from runtime.rundir import RunDir
+from runtime.run.directory import RunDir
+from runtime.run.resume import RunComplete
 from tests.helpers import is_clock_key
 
 STEPS_PER_UPDATE = 512  # base config: 4 envs x 128 steps
@@ -387,7 +387,7 @@ def test_a_resumed_run_purges_tensorboard_past_its_checkpoint(tmp_path):
 def test_stopping_lines_name_the_update_abandoned_and_what_is_saved():
     """The line of a signal that abandons an update in flight (Sebulba), also before any
     update completed (nothing saved) and without a workdir."""
-    from runtime.run_lines import stopping_line
+    from runtime.run.lines import stopping_line
 
     assert stopping_line(130, 7, True, in_flight=8) == (
         "SIGINT: abandoning update 8 in flight, saving a checkpoint at update 7, then "

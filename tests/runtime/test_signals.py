@@ -1,4 +1,4 @@
-"""SIGINT/SIGTERM honoured at every stage (``runtime.signals``): before the training loop
+"""SIGINT/SIGTERM honoured at every stage (``runtime.process.signals``): before the training loop
 and during a compile the run exits at once with one line; in a loop stuck between points to
 save the watcher ends it within ``GRACE_S`` with one line; a call in flight is let finish
 within its bound (and saved: a real run's call longer than the grace checkpoints its last
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from runtime.signals import GRACE_S
+from runtime.process.signals import GRACE_S
 from tests.helpers import REPO, checkpoint_steps, entry_env, read_metrics, reproducible_part
 
 # What a run that has not yet looked at its workdir keeps (``Signals.kept``).
@@ -28,7 +28,7 @@ UNKNOWN = ("the workdir keeps what it held (its checkpoints, if any); run the sa
 # hold the main thread); "acting" calls ``acting()`` first and then blocks 3 s past the grace.
 SCRIPT = textwrap.dedent("""
     import os, sys, time
-    from runtime import signals
+    from runtime.process import signals
     s, _ = signals.start()
     phase = sys.argv[1]
     if phase != "start-up":

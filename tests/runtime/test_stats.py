@@ -1,4 +1,4 @@
-"""runtime.stats: statistics against hand values, the printed table and its parser."""
+"""runtime.commands.stats: statistics against hand values, the printed table and its parser."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from envs.atari_scores import human_normalized_scores
-from runtime.stats import (
+from runtime.commands.stats import (
     STAT_NAMES,
     EpisodeResults,
     parse_table,

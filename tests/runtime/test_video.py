@@ -1,4 +1,4 @@
-"""runtime.video: mp4 and gif round trips; labelled frames keep every frame of an episode
+"""runtime.commands.video: mp4 and gif round trips; labelled frames keep every frame of an episode
 whose picture does not change (Pillow's gif writer merges identical frames)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from envs.render import label_frames
-from runtime.video import write_video
+from runtime.commands.video import write_video
 from tests.helpers import read_video
 
 

@@ -1,4 +1,4 @@
-"""One run per workdir (``runtime.workdir_lock``): a second holder is refused with one line
+"""One run per workdir (``runtime.run.lock``): a second holder is refused with one line
 naming the workdir and the holder; a killed holder leaves no stale lock; two training runs
 started together on one workdir: one trains, the other exits 2 at once, in both orders."""
 
@@ -13,7 +13,8 @@ import time
 import pytest
 
 from rlcore.errors import ConfigError
-from runtime import run_files, workdir_lock
+from runtime.run import files as run_files
+from runtime.run import lock as workdir_lock
 from tests.helpers import REPO, entry_env, lock_holder, read_metrics
 
 _holder = lock_holder

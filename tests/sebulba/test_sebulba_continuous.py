@@ -12,7 +12,7 @@ import pytest
 
 import sebulba.train as sebulba_trainer
 from configs import halfcheetah_ppo, pendulum_ppo
-from runtime.evaluation import EvalArgs
+from runtime.commands.evaluation import EvalArgs
 from sebulba.evaluate import evaluate
 from sebulba.train import prepare, train
 from tests.helpers import best_return

@@ -16,7 +16,7 @@ from envs.atari_scores import human_normalized_scores
 from envs.render import CAPTION_HEIGHT, CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, evaluate_host_seed, host_env_root
-from runtime.stats import parse_table
+from runtime.commands.stats import parse_table
 from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.train import prepare, train
 from tests.helpers import read_video, run_entry

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from configs import memory_ppo
-from runtime.stats import parse_table
+from runtime.commands.stats import parse_table
 from sebulba.train import prepare, train
 from tests.helpers import (
     checkpoint_steps,

@@ -18,7 +18,7 @@ import pytest
 
 from configs import cartpole_ppo_sebulba
 from runtime import distributed
-from runtime.checkpoint import Checkpointer
+from runtime.run.checkpoint import Checkpointer
 from sebulba import pipeline, progress
 from sebulba.train import prepare, train
 from tests.helpers import REPO, checkpoint_steps, entry_env, read_metrics

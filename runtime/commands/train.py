@@ -1,0 +1,145 @@
+"""What the training entry points (``anakin.main``, ``sebulba.main``) run once their flags
+are parsed (``runtime.commands.train_flags``): validation first, then training and a summary.
+
+What needs only the flags and the files of an existing ``--workdir`` is checked before the
+trainer's modules load, JAX starts its backends or a checkpoint is restored, so that those
+refusals come within seconds: the shared fields by their rules, the workdir lock (every
+process of a multi-process run: process 0 takes it, the others check that no other run
+holds it), and whether the run there may be resumed with this config
+(``runtime.run.resume.check_files``). See docs/design.md, "Validation".
+
+The exit codes are ``runtime.process.exits``' (shared with the evaluate commands): 0 done, 1
+runtime failure (one summary line, the traceback and what the libraries said in
+``<workdir>/errors.log``: ``runtime.process.failure``; a checkpoint that cannot be resumed from is
+one ``checkpoint: ...`` line), 2 bad config (one ``config error: ...`` line naming the
+field; a ``--config`` file or ``--workdir`` that cannot be used is one line naming the
+path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from rlcore.errors import ConfigError
+from runtime import distributed
+from runtime.config import memory
+from runtime.config.validation import ModeChecks, validate, validate_distributed, validate_fields
+from runtime.process import exits, failure, signals
+from runtime.run import lock as workdir_lock
+from runtime.run import resume
+from runtime.run.summary import next_steps_line, print_summary, whole_run
+from runtime.run.workdir import check_workdir, start_fresh
+
+# How a training command reports its errors (any other is a traceback and exit 1).
+TRAIN_ERRORS = (
+    exits.OneLine((ConfigError,), "config error", exits.EXIT_BAD_INPUT),
+    # Checkpoints exist, none restores (``runtime.run.checkpoint`` imports orbax: it loads only
+    # once the config is validated, so the class is named, not imported, here).
+    exits.OneLine(("runtime.run.checkpoint.CheckpointError",), "checkpoint", exits.EXIT_FAILURE),
+    # A rerun of a finished run: nothing to do, said in one line.
+    exits.OneLine(("runtime.run.resume.RunComplete",), "done", exits.EXIT_OK),
+)
+
+
+def prepare(config, mode: ModeChecks) -> None:
+    """Checks the process fields, joins the multi-process runtime, then checks every other
+    field for ``mode`` and that the run fits in memory (``runtime.config.memory``, on this
+    runtime's devices and host): all before anything compiles.
+
+    Raises:
+      ConfigError: ``"field: what is wrong"``.
+    """
+    validate_distributed(config)
+    distributed.initialize(config)
+    counts = distributed.device_counts()
+    shards = validate(config, mode, counts)
+    memory.check_run(config, mode, counts, shards)
+
+
+# What a training command runs: ``() -> (mode, train)``, importing the trainer's modules
+# (the entry point's ``anakin.train`` or ``sebulba.train``) only when called.
+Trainer = Callable[[], tuple[ModeChecks, Callable]]
+
+
+def run_main(config, workdir, trainer: Trainer, *, fresh: bool = False) -> None:
+    """Checks what the flags and an existing ``workdir`` allow (``check_early``), then
+    loads the trainer (``trainer()``), runs ``prepare(config, mode)``, checks ``workdir``
+    and takes its lock where not yet done (process 0; ``runtime.run.lock``), then
+    (after moving the previous run aside when ``fresh``) ``train(config, workdir)`` and
+    prints the summary of the whole run; exits with the code of the outcome
+    (``runtime.process.exits.run_command``, ``TRAIN_ERRORS``)."""
+
+    def body():
+        handlers, installed = signals.start()  # a signal from here on exits within seconds
+        try:
+            _run(config, workdir, trainer, fresh)
+        finally:
+            if installed:
+                signals.finish(handlers)
+
+    exits.run_command(body, TRAIN_ERRORS, details=details_file(config, workdir))
+
+
+def details_file(config, workdir: str | None) -> failure.Details:
+    """Where this process's tracebacks and library output go (``runtime.process.failure``):
+    ``<workdir>/errors.log`` (``errors-p<k>.log`` for process k), without a workdir a file
+    in the temporary directory."""
+    name = failure.details_name(int(config.get("process_id", 0) or 0))
+    return failure.Details(os.path.join(workdir, name) if workdir else None)
+
+
+def check_early(config, workdir: str | None, fresh: bool) -> bool:
+    """The checks that need only the flags and, where ``workdir`` exists (a run may be
+    there), its files: the process fields and the shared fields by their rules, the
+    workdir, its lock (``claim_workdir``) and, unless ``fresh``, the resume
+    (``runtime.run.resume.check_files``). Returns whether the lock is claimed (a new workdir's
+    is claimed once validation passed, so that a refused config creates nothing).
+
+    Raises:
+      ConfigError: the first refusal's line.
+    """
+    validate_distributed(config)
+    validate_fields(config)
+    if not workdir or not os.path.isdir(workdir):
+        return False
+    check_workdir(workdir)
+    claimed = claim_workdir(config, workdir)
+    if not fresh:
+        resume.check_files(workdir, config)
+    return claimed
+
+
+def claim_workdir(config, workdir: str) -> bool:
+    """Before the processes join: process 0 takes the lock of ``workdir``, any other
+    process checks that no other run holds it (``runtime.run.lock``). Returns False,
+    claiming nothing, where a process learns its index only when it joins (a cluster JAX
+    detects by itself: process 0 takes the lock after ``prepare``)."""
+    multi = config.num_processes > 1
+    if not multi and distributed.detected_cluster() is not None:
+        return False
+    tag = workdir_lock.run_tag(config.num_processes, config.coordinator_address)
+    if config.process_id == 0:
+        workdir_lock.hold(workdir, tag)
+    else:
+        workdir_lock.check_free(workdir, tag)
+    return True
+
+
+def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
+    """``run_main``'s work, under its signal handlers."""
+    claimed = check_early(config, workdir, fresh)
+    mode, train = trainer()
+    prepare(config, mode)
+    check_workdir(workdir)
+    if workdir and not claimed and distributed.is_main_process():
+        # One run per workdir, before --fresh moves anything.
+        workdir_lock.hold(workdir, workdir_lock.run_tag(config.num_processes,
+                                                        config.coordinator_address))
+    if fresh:
+        start_fresh(workdir)
+    rows = train(config, workdir)
+    if distributed.is_main_process():  # one console for the run: process 0's
+        print_summary(whole_run(workdir, rows))  # a resumed run's earlier lines too
+        if workdir:
+            print(next_steps_line(mode.name, workdir))

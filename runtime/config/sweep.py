@@ -1,0 +1,87 @@
+"""Hyperparameter sweeps: variants of a run that train side by side in one program.
+
+``config.sweep`` holds, for every scalar number field of the config, a tuple of values
+(empty: not swept). The variants are the cross product of the non-empty tuples, in field
+order; with ``num_seeds`` each variant trains ``num_seeds`` agents, seeds ``seed`` ..
+``seed + num_seeds - 1`` (every variant sees the same seeds: common random numbers for
+comparisons). Agent ``v * num_seeds + s`` is variant ``v`` with seed ``seed + s``.
+
+Only fields that enter the compiled program as numbers can vary between agents of one
+program (``SWEEPABLE``, the sweepable rows of ``runtime.config.fields``); a field that sets an
+array shape or the run's length (``num_envs``, ``num_steps``, ``num_minibatches``, ...)
+cannot and is refused by validation. The program takes the agents' swept values as one
+``rlcore.hparams.HParams`` of ``[A]`` arrays (``agent_hparams``), which the agent axis
+vmaps; inside, an agent's record is the run's record with its traced values over it
+(``HParams.override``), the other scalars staying Python numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Mapping
+
+import jax.numpy as jnp
+import ml_collections
+
+from rlcore.hparams import SCALARS, HParams
+from runtime.config.fields import hparams_of
+
+
+def sweep_fields(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """The ``sweep`` sub-config of ``config``: an empty tuple per scalar number field."""
+    return ml_collections.ConfigDict({
+        k: () for k, v in config.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+
+def swept(config) -> dict[str, tuple]:
+    """``{field: values}`` of the swept fields, in field order (empty without a sweep)."""
+    sweep = config.get("sweep")
+    if not sweep:
+        return {}
+    return {k: tuple(v) for k, v in sweep.items() if v is not None and len(v) > 0}
+
+
+def variants(config) -> list[dict[str, Any]]:
+    """Every combination of the swept values, ``[{field: value}]``; ``[{}]`` without one."""
+    fields = swept(config)
+    return [dict(zip(fields, values)) for values in itertools.product(*fields.values())]
+
+
+def agent_tags(config) -> list[dict[str, Any]]:
+    """What tells each agent apart in the metrics: its swept values and its seed."""
+    return [{**variant, "seed": config.seed + s}
+            for variant in variants(config) for s in range(config.num_seeds)]
+
+
+def num_variants(config) -> int:
+    """Combinations of the swept values (1 without a sweep), counted, not listed."""
+    return math.prod(len(v) for v in swept(config).values())
+
+
+def num_agents(config) -> int:
+    """Agents in one program: variants x seeds."""
+    return num_variants(config) * config.num_seeds
+
+
+def agent_hparams(config) -> HParams | None:
+    """The swept values of every agent as one record: ``float32 [num_agents]`` for each swept
+    field (agent order as in ``agent_tags``), None for the other scalars (the program's
+    constants). None where the program has one agent or nothing is swept: then the agents
+    run their values as plain numbers."""
+    fields = swept(config)
+    if num_agents(config) == 1 or not fields:
+        return None
+    tags = agent_tags(config)
+    values = {k: jnp.asarray([t[k] for t in tags], jnp.float32) for k in fields}
+    return hparams_of(config).replace(**{k: values.get(k) for k in SCALARS})
+
+
+def with_values(config, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
+    """A copy of ``config`` with ``values`` set and no sweep (one variant as a plain run)."""
+    out = ml_collections.ConfigDict(config.to_dict())
+    for k, v in values.items():
+        out[k] = type(config[k])(v)
+    out.sweep = sweep_fields(out)
+    return out

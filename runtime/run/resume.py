@@ -1,0 +1,90 @@
+"""Whether a run directory's previous run may be resumed with this config.
+
+A resume may change only the fields of ``runtime.config.fields.RESUMABLE_CHANGES``, and
+``total_env_steps`` to extend the run (never below its newest checkpoint); a run already at
+its last update has nothing to train (``RunComplete``). The config check reads only
+``config.json`` and the names of the checkpoints, so the training commands run it
+(``check_files``) before the trainer's imports, the runtime's start and any restore; the
+run directory runs it again when it resumes. See docs/design.md, "Validation".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rlcore.errors import ConfigError
+from runtime.config.fields import RESUMABLE_CHANGES, upgrade_saved  # fields a resume may change
+from runtime.config.validation import derive
+from runtime.run import files as run_files
+
+
+class RunComplete(Exception):  # noqa: N818 - not an error: the command exits 0
+    """A run resumed at or past its last update: nothing to train (one line, exit 0)."""
+
+
+def check_not_complete(workdir: str, start: int, total: int, steps_per_update: int) -> None:
+    """Raises ``RunComplete`` when the checkpoint restored, ``start``, is at or past the
+    run's last update ``total``."""
+    if start >= total:
+        raise RunComplete(
+            f"{workdir} is already complete at update {start} "
+            f"({start * steps_per_update:,} env steps); raise "
+            f"--config.total_env_steps to continue it, or pass --fresh to start over")
+
+
+def check_same_config(workdir: str, config, total: int, steps_per_update: int,
+                      newest_step: int) -> int | None:
+    """Checks ``config`` against the run's ``config.json``: only the fields a resume may
+    change differ, and ``total_env_steps`` (it extends a run; ``total`` updates of
+    ``steps_per_update`` env steps) still covers the newest checkpoint, ``newest_step``.
+    Returns the saved ``total_env_steps`` when it changed, else None.
+
+    Raises:
+      ConfigError: a field changed that changes the data or the math, or the budget
+        ends before the newest checkpoint; the line names the field, ``--fresh`` and a
+        new ``--workdir``.
+    """
+    path = run_files.config_path(workdir)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        saved = upgrade_saved(json.load(f))  # an older run's former field names
+    now = json.loads(config.to_json_best_effort())
+    changed = sorted(k for k in set(saved) | set(now)
+                     if k not in RESUMABLE_CHANGES | {"total_env_steps"}
+                     and saved.get(k) != now.get(k))
+    if changed:
+        k = changed[0]
+        raise ConfigError(
+            f"{k}: the checkpoint in {workdir} was made with {saved.get(k)!r}, not "
+            f"{now.get(k)!r}; resume with the same value, use a new --workdir, or pass "
+            f"--fresh to move the previous run aside and start over")
+    old_total = saved.get("total_env_steps")
+    if old_total is None or old_total == now.get("total_env_steps"):
+        return None
+    if total < newest_step:
+        raise ConfigError(
+            f"total_env_steps: {now.get('total_env_steps')} is {total} updates, but "
+            f"the checkpoint in {workdir} is at update {newest_step} "
+            f"({newest_step * steps_per_update:,} env steps); give at least that "
+            f"many to continue it, or pass --fresh to start over")
+    return int(old_total)
+
+
+def check_files(workdir: str, config) -> None:
+    """``check_same_config`` from the files alone: the newest checkpoint is the newest
+    finished step's name (none: nothing to check, the run starts over), the sizes are
+    ``runtime.config.validation.derive``'s. For a config whose fields passed
+    ``runtime.config.validation.validate_fields``.
+
+    Raises:
+      ConfigError: ``check_same_config``'s line.
+    """
+    from runtime.run.checkpoint import Checkpointer  # orbax's rule of a finished step's name
+
+    steps = Checkpointer.finished_steps(workdir)
+    if steps:
+        sizes = derive(config)
+        check_same_config(workdir, config, sizes.num_updates, sizes.steps_per_update,
+                          steps[-1])
