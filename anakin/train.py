@@ -15,31 +15,25 @@ import time
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from anakin.episodes import make_train_eval_fn
+from anakin.mode import MODE
 from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import initial_core
-from rlcore.normalize import observer, reward_scaling
+from rlcore.normalize import observer
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState, Params
 from runtime import distributed
 from runtime.commands import train as train_command
-from runtime.config import build, sweep
-from runtime.config.validation import (
-    MAX_SEED,
-    DeviceCounts,
-    ModeChecks,
-    check_field,
-    derive,
-    is_int,
-    require,
-)
+from runtime.config import build, memory, sweep
+from runtime.config.validation import derive
 from runtime.process.signals import SignalFlag
 from runtime.run.cadence import train_eval_due
 from runtime.run.directory import RunDir
@@ -65,11 +59,6 @@ class AnakinState:
     learner: LearnerState
     envs: EnvCarry
     lagged: Params | None = None
-
-
-def policy_lag(config) -> int:
-    """Anakin's policy lag: ``policy_lag`` where set (>= 0), else 0."""
-    return max(config.policy_lag, 0)
 
 
 def acting_params(state: AnakinState) -> Params:
@@ -125,7 +114,7 @@ class AnakinRun:
         # The first variant's hparams, Python numbers; the agents' swept values as a record
         # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
         # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.lag = policy_lag(config)
+        self.lag = MODE.policy_lag(config)
         learner = build.learner(config, self.env.spec, MODE, self.num_devices,
                                 distributed.device_counts().processes,
                                 self.derived.num_updates, sweep.variants(config)[0],
@@ -139,7 +128,7 @@ class AnakinRun:
         self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
                                        config.debug.nan_at_update,
                                        config.bootstrap_time_limits, self.num_agents > 1,
-                                       reward_scaling(config))
+                                       build.reward_scaling(config))
         self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
                                          AXIS, observer(self.network))
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
@@ -262,17 +251,42 @@ class AnakinRun:
             self.compile(state)
         return self._call(state, jnp.int32(num_active), self.roots, self.swept)
 
+    def abstract_state(self) -> AnakinState:
+        """``init_state``'s shapes, dtypes and shardings, nothing allocated: what the call
+        compiles for before the state exists (so that XLA's memory figure is checked first)."""
+        shapes = jax.eval_shape(self.init_state)
+
+        def placed(tree, spec):
+            sharding = NamedSharding(self.mesh, spec)
+            return jax.tree.map(lambda s: jax.ShapeDtypeStruct(
+                s.shape, s.dtype, sharding=sharding, weak_type=s.weak_type), tree)
+
+        return AnakinState(learner=placed(shapes.learner, self.state_spec.learner),
+                           envs=placed(shapes.envs, self.state_spec.envs),
+                           lagged=None if shapes.lagged is None
+                           else placed(shapes.lagged, self.state_spec.lagged))
+
     def compile(self, state: AnakinState) -> float:
-        """Compiles the call for ``state`` ahead of time (one program for every
-        ``num_active``); returns the seconds it took, so that compile is timed apart from
-        training."""
+        """Compiles the call for ``state`` (arrays, or ``abstract_state``) ahead of time (one
+        program for every ``num_active``), then checks XLA's memory figure for it against
+        the devices (``runtime.commands.train.check_memory``); returns the seconds the
+        compile took, so that compile is timed apart from training.
+
+        Raises:
+          ConfigError: the call does not fit the devices (``memory_check``).
+        """
         t = time.perf_counter()
         fn = jax.shard_map(self._device_call, mesh=self.mesh,
                            in_specs=(self.state_spec, P(), P(), P()),
                            out_specs=(self.state_spec, P()))
         self._call = jax.jit(fn, donate_argnums=0).lower(
             state, jnp.int32(0), self.roots, self.swept).compile()
-        return time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        train_command.check_memory(self.config, memory.compiled_refusal(
+            self.config, self._call, self.env.spec, MODE, self.num_devices,
+            distributed.device_counts().processes, "the update call",
+            self.hparams.update_unroll))
+        return seconds
 
 
 def mesh_for(config):
@@ -308,13 +322,13 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     total = run.derived.num_updates
     rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags(),
                     return_label=registry.return_axis_label(config.env_id))
-    state = rundir.restore_or(run.init_state())
-    start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
     try:
         with SignalFlag() as flag:
             flag.compiling()
             with rundir.compiling(config.updates_per_call):
-                compile_s = run.compile(state)  # (a finished run stopped in restore_or)
+                compile_s = run.compile(run.abstract_state())  # before any state exists
+            state = rundir.restore_or(run.init_state())
+            start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
             longest = None  # the longest call so far, seconds
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()
@@ -382,43 +396,6 @@ def _hold(seconds: float, flag: SignalFlag) -> None:
     end = time.perf_counter() + seconds
     while flag.exit_code is None and (left := end - time.perf_counter()) > 0:
         time.sleep(min(left, 0.05))
-
-
-def check_fields(config, counts: DeviceCounts) -> int:
-    """Checks the Anakin fields; returns the number of data shards."""
-    n = config.num_devices
-    require(is_int(n) and 0 <= n <= counts.devices, "num_devices",
-            f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
-    require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
-            "must be 0 (all) in a multi-process run")
-    check_field(config, "updates_per_call")
-    check_field(config, "num_seeds")
-    seed = config.seed  # checked with the shared fields; here only whether the seeds fit
-    if config.num_seeds > 1 and is_int(seed):
-        require(seed + config.num_seeds <= MAX_SEED, "num_seeds",
-                f"seeds {seed}..{seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
-    shards = n or counts.devices
-    require(not config.eval_every or not is_int(config.eval_episodes)
-            or config.eval_episodes % shards == 0,
-            "eval_episodes", f"{config.eval_episodes} episodes do not split over {shards} "
-            "devices")
-    return shards
-
-
-def devices_used(config, num_shards: int, num_processes: int) -> int:
-    """Local devices of the data mesh (this process's shards)."""
-    del config
-    return max(num_shards // num_processes, 1)
-
-
-# What validation and the memory check need of Anakin: its fields, jittable env ids and
-# their specs, its agents per program; at lag 0 the rollout ran the learner's params, so the
-# trajectory carries their values (above, the train state keeps ``policy_lag`` params to
-# act with); no host buffers.
-MODE = ModeChecks(name="anakin", check_fields=check_fields,
-                  check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
-                  num_agents=sweep.num_agents, rollout_values=True, devices_used=devices_used,
-                  params_ring=policy_lag)
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.

@@ -43,7 +43,7 @@ from benchmarks import ablate_report as report
 from benchmarks import staleness_report as stale
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
 from envs import registry
-from runtime.commands.launch import FAKE_DEVICES_FLAG
+from runtime.config.xla_flags import FAKE_DEVICES_FLAG
 from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.process.paths import output_dir_problem
 

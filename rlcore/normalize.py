@@ -199,14 +199,6 @@ def maybe_normalized(net: Network, obs_shape: tuple[int, ...], normalize_obs: bo
     return Normalized(net, obs_shape, normalize_obs, normalize_reward, obs_clip)
 
 
-def reward_scaling(config: Any) -> tuple[float, float] | None:
-    """``(gamma, clip)`` of a config's reward scaling, None where ``normalize_reward`` is off
-    (a sweep of gamma is refused with it: ``runtime.config.validation``)."""
-    if not config.normalize_reward:
-        return None
-    return float(config.gamma), float(config.normalize_reward_clip)
-
-
 def return_stats(params: Params) -> RunningStats | None:
     """The return statistics of ``params`` (None: rewards are not scaled)."""
     return params.ret if isinstance(params, NormParams) else None

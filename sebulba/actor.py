@@ -75,7 +75,7 @@ class ActorSpec:
       num_envs: envs the thread steps.
       slices: how those envs split over the local learner shards.
       num_steps: rollout length T.
-      lag: the policy lag (``sebulba.pipeline.lag_of``; None: async): rollout ``r`` uses
+      lag: the policy lag (``sebulba.mode.MODE.policy_lag``; None: async): rollout ``r`` uses
         params version ``sebulba.pipeline.params_version(lag, r, start)``.
       start, end: rollout indices ``start .. end - 1`` to collect.
       timeout_s: longest wait on params or on room in the queue.

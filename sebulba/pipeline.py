@@ -2,10 +2,10 @@
 
 Staleness (which params version an actor uses for rollout ``r``; version ``v`` is the params
 after ``v`` updates, version ``start`` the initial or restored params). A policy lag ``S``
-(0 .. 8, the ``policy_lag`` field; ``lag_of``) fixes version ``max(r - S, start)``, whatever
-the timing: while the learner trains on rollout ``r - S`` .. ``r - 1`` the actors collect
-rollout ``r``; the first ``S + 1`` rollouts after ``start`` use the initial params. The
-``pipeline`` names stay as names of lags:
+(0 .. 8, the ``policy_lag`` field; resolved by ``ModeChecks.policy_lag``) fixes version
+``max(r - S, start)``, whatever the timing: while the learner trains on rollout
+``r - S`` .. ``r - 1`` the actors collect rollout ``r``; the first ``S + 1`` rollouts after
+``start`` use the initial params. The ``pipeline`` names stay as names of lags:
 
 - ``sync``: lag 0, version ``r``; the actor waits for the learner to finish update
   ``r - 1`` (act, learn, act).
@@ -152,12 +152,6 @@ def get(q: queue.Queue, stop: StopControl, timeout_s: float, interrupted=None):
 # pipeline name -> its policy lag (None: the newest published version); the config's
 # ``pipeline`` choices. See the module docstring.
 PIPELINES = {"sync": 0, "cleanba": 1, "async": None}
-
-
-def lag_of(config) -> int | None:
-    """The run's policy lag: ``policy_lag`` where set (>= 0), else its pipeline's (None for
-    ``async``)."""
-    return config.policy_lag if config.policy_lag >= 0 else PIPELINES[config.pipeline]
 
 
 def params_version(lag: int | None, rollout: int, start: int) -> int | None:

@@ -27,26 +27,13 @@ import numpy as np
 from envs import registry
 from rlcore.learner import init_learner_state
 from rlcore.networks import initial_core
-from rlcore.normalize import observer, reward_scaling
+from rlcore.normalize import observer
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState, Trajectory
 from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory
-from runtime.config.sweep import swept
-from runtime.config.validation import (
-    DeviceCounts,
-    HostMemory,
-    ModeChecks,
-    check_field,
-    choice,
-    derive,
-    int_at_most,
-    is_int,
-    positive_int,
-    require,
-    shown,
-)
+from runtime.config.validation import derive
 from runtime.process import failure
 from runtime.process.exits import ExitNow
 from runtime.process.signals import SignalFlag
@@ -59,86 +46,11 @@ from sebulba.actor import Actor, ActorSpec, RolloutItem, make_final_value_fn, ma
 from sebulba.episodes import EvalPool
 from sebulba.host_envs import make_host_env
 from sebulba.layout import make_layout
+from sebulba.mode import MODE
 from sebulba.progress import COMPILING, EVALUATING, TRAINING, WAITING, Progress
 
 JOIN_TIMEOUT_S = 30.0
 ABANDON_JOIN_S = 2.0  # the actors' join when an update is left in flight (see ``train``)
-
-
-def check_fields(config, counts: DeviceCounts) -> int:
-    """Checks the Sebulba fields; returns the number of learner shards over all processes."""
-    n_local = counts.local_devices
-    for field in ("actor_device_ids", "learner_device_ids"):
-        ids = config[field]
-        require(isinstance(ids, tuple) and len(ids) > 0 and all(is_int(i) for i in ids),
-                field, f"must be a non-empty tuple of ints, got {ids!r}")
-        require(all(0 <= i < n_local for i in ids), field,
-                f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
-        require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
-    check_field(config, "num_actor_threads")
-    require(config.num_seeds == 1, "num_seeds",
-            f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
-    require(not swept(config), "sweep",
-            f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
-            "(Anakin sweeps in one program)")
-    choice(config, "pipeline", pipeline.PIPELINES)
-    require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
-            f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
-            "(use sync or cleanba with it)")
-    require(config.pipeline != "async" or config.staleness_correction != "lr_scale",
-            "staleness_correction", "lr_scale scales by the policy lag, and the async "
-            "pipeline has none fixed (use sync, cleanba or a policy_lag with it)")
-    check_field(config, "env_threads")
-    check_field(config, "queue_timeout_s")
-    jitter = config.debug.actor_jitter_ms
-    require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
-            f"must be an integer >= 0, got {shown(jitter)}")
-    int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
-    positive_int(config, "num_envs")
-    actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
-    require(config.num_envs % actors == 0, "num_envs",
-            f"{config.num_envs} envs do not split over {counts.processes} processes x "
-            f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
-    return counts.processes * len(config.learner_device_ids)
-
-
-def queue_depth(config) -> int:
-    """Rollouts per actor thread alive at once: queued (``pipeline.queue_capacity``), being
-    filled, held by the learner; 3 up to lag 1, ``lag + 2`` above."""
-    return pipeline.queue_capacity(pipeline.lag_of(config)) + 2
-
-
-def host_bytes(config, spec, num_processes: int = 1) -> int:
-    """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
-    the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
-    is ``runtime.config.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
-    fields (actors ship no values)."""
-    threads = len(config.actor_device_ids) * config.num_actor_threads
-    local_envs = config.num_envs // num_processes
-    optional = memory.optional_step_bytes(config)
-    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec, optional)
-    return (queue_depth(config) * threads * per_thread
-            + memory.rollout_bytes(config.num_steps, local_envs, spec, optional))
-
-
-def devices_used(config, num_shards: int, num_processes: int) -> int:
-    """Local actor and learner devices (those that share the host's RAM on CPU)."""
-    del num_shards, num_processes
-    return len(set(config.actor_device_ids) | set(config.learner_device_ids))
-
-
-# What validation and the memory check need of Sebulba: its fields, the ids it runs
-# (EnvPool ones and jittable ones through JaxHostEnv, see envs.registry) and their specs;
-# one agent; the actors' params may be older than the learner's, so they ship no values;
-# the rollout queues live in host memory.
-MODE = ModeChecks(
-    name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
-    env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
-    devices_used=devices_used,
-    host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
-                           detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
-                           "learner's batch",
-                           fields="num_envs, num_steps, num_actor_threads or policy_lag"))
 
 
 # ``prepare(config)``: joins the runtime and checks every field before anything compiles.
@@ -156,7 +68,7 @@ class SebulbaRun:
         self.spec = registry.host_env_spec(config.env_id)
         learner = build.learner(config, self.spec, MODE, shards,
                                 distributed.device_counts().processes,
-                                self.derived.num_updates, policy_lag=pipeline.lag_of(config) or 0)
+                                self.derived.num_updates, policy_lag=MODE.policy_lag(config) or 0)
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)
@@ -168,6 +80,22 @@ class SebulbaRun:
         self.policy = make_policy_fn(self.network.apply, self.roots.action)
         self.final_value = (make_final_value_fn(self.network.apply)
                             if config.bootstrap_time_limits else None)
+
+    def compile_learner(self, *args) -> None:
+        """Compiles the learner update for its first call's ``args`` ahead of that call, and
+        checks XLA's memory figure for it against the learner devices
+        (``runtime.commands.train.check_memory``); the compiled program serves every
+        update from then on (the same program ``jax.jit`` would have compiled).
+
+        Raises:
+          ConfigError: the update does not fit the devices (``memory_check``).
+        """
+        compiled = self.learner_step.lower(*args).compile()
+        train_command.check_memory(self.config, memory.compiled_refusal(
+            self.config, compiled, self.spec, MODE, self.layout.learner_mesh.devices.size,
+            distributed.device_counts().processes, "the learner update",
+            self.hparams.update_unroll))
+        self.learner_step = compiled
 
     def make_eval_pool(self) -> EvalPool | None:
         """The evaluation envs (seeds ``train_eval_host_seed(seed)``) and greedy policy on the
@@ -196,7 +124,7 @@ class SebulbaRun:
                                  num_threads=cfg.env_threads)
 
         actors, queues = [], []
-        lag = pipeline.lag_of(cfg)
+        lag = MODE.policy_lag(cfg)
         for a, device in enumerate(layout.actor_devices):
             for j in range(cfg.num_actor_threads):
                 q = pipeline.RolloutQueue(pipeline.queue_capacity(lag))
@@ -209,7 +137,7 @@ class SebulbaRun:
                     fail_at_update=cfg.debug.fail_actor_at_update if a == j == 0 else -1,
                     nan_at_update=cfg.debug.nan_at_update,
                     initial_core=functools.partial(initial_core, self.network),
-                    reward_scaling=reward_scaling(cfg))
+                    reward_scaling=build.reward_scaling(cfg))
                 actors.append(Actor(spec, env_factory, self.policy, server, q, stop,
                                     self.final_value))
                 queues.append(q)
@@ -320,7 +248,7 @@ class LearnerLoop:
         state = rundir.restore_or(run.init_state())
         start = int(distributed.to_host(state.update))
         server = pipeline.ParamsServer(
-            run.layout.actor_devices, pipeline.versions_kept(pipeline.lag_of(run.config)))
+            run.layout.actor_devices, pipeline.versions_kept(MODE.policy_lag(run.config)))
         evaluator = run.make_eval_pool()
         server.publish(start, state.params)
         return cls(run=run, rundir=rundir, state=state, start=start,
@@ -388,12 +316,12 @@ class LearnerLoop:
         """Dispatches update ``u``; returns ``(new state, LearnerOutput)``, still being
         computed."""
         run = self.run
+        args = (self.state, batch, sl.episode_array(items, run.layout, run.spec.episode_info),
+                jnp.int32(u))
         if self.compile_from is not None:  # the first update compiles: nothing new to save
             self.flag.compiling()
-        new_state, out = run.learner_step(self.state, batch,
-                                          sl.episode_array(items, run.layout,
-                                                           run.spec.episode_info),
-                                          jnp.int32(u))
+            run.compile_learner(*args)
+        new_state, out = run.learner_step(*args)
         self.flag.compiled()
         self.progress.stage(u, TRAINING)
         return new_state, out

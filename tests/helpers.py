@@ -97,8 +97,8 @@ def lock_holder(workdir, run: str = ""):
     import subprocess
     import sys
 
-    hold = ("import sys, time; from runtime import workdir_lock; "
-            "workdir_lock.hold(sys.argv[1], sys.argv[2]); print('held', flush=True); "
+    hold = ("import sys, time; from runtime.run import lock; "
+            "lock.hold(sys.argv[1], sys.argv[2]); print('held', flush=True); "
             "time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", hold, str(workdir), run], cwd=REPO,
                             stdout=subprocess.PIPE, text=True)

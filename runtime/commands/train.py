@@ -19,6 +19,7 @@ path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 
 from rlcore.errors import ConfigError
@@ -44,8 +45,10 @@ TRAIN_ERRORS = (
 
 def prepare(config, mode: ModeChecks) -> None:
     """Checks the process fields, joins the multi-process runtime, then checks every other
-    field for ``mode`` and that the run fits in memory (``runtime.config.memory``, on this
-    runtime's devices and host): all before anything compiles.
+    field for ``mode`` and that the mode's host buffers fit the host
+    (``runtime.config.memory.host_refusal``): all before anything compiles. The devices'
+    memory is checked once the trainer has compiled its program, by XLA's figure
+    (``check_memory``).
 
     Raises:
       ConfigError: ``"field: what is wrong"``.
@@ -53,8 +56,27 @@ def prepare(config, mode: ModeChecks) -> None:
     validate_distributed(config)
     distributed.initialize(config)
     counts = distributed.device_counts()
-    shards = validate(config, mode, counts)
-    memory.check_run(config, mode, counts, shards)
+    validate(config, mode, counts)
+    check_memory(config, memory.host_refusal(config, mode, counts.processes))
+
+
+def check_memory(config, refusal: str | None) -> None:
+    """Acts on a memory check's verdict (``runtime.config.memory``: ``refusal`` is its one
+    line, None where the run fits), every process alike: a collective in multi-process runs,
+    so that a process whose devices do not fit stops them all.
+
+    Raises:
+      ConfigError: some process refused and ``memory_check`` is on; with it off, the line
+        is said (process 0) and the run goes on.
+    """
+    if distributed.all_processes_agree(refusal is None):
+        return
+    line = refusal or "memory_check: another process's devices do not fit (its line says why)"
+    if config.memory_check:
+        raise ConfigError(line)
+    if distributed.is_main_process():
+        print(f"memory: {line.removesuffix(memory.OVERRIDE)}; running anyway "
+              "(memory_check=False)", file=sys.stderr, flush=True)
 
 
 # What a training command runs: ``() -> (mode, train)``, importing the trainer's modules

@@ -58,3 +58,12 @@ def learner(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proces
     hp = hparams(config, spec, mode, num_shards, num_processes, values)
     return Learner(network=network(config, spec), hparams=hp,
                    optimizer=optimizer_for(hp, num_updates, policy_lag))
+
+
+def reward_scaling(config) -> tuple[float, float] | None:
+    """``(gamma, clip)`` of a config's reward scaling (``rlcore.normalize``'s return
+    statistics, which the rollouts update), None where ``normalize_reward`` is off (a sweep
+    of gamma is refused with it: ``runtime.config.validation``)."""
+    if not config.normalize_reward:
+        return None
+    return float(config.gamma), float(config.normalize_reward_clip)

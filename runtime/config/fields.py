@@ -379,6 +379,17 @@ FIELDS: tuple[Field, ...] = (
           "recently used first); changes no result.", Text(), resumable=True),
     ),
     *_group(
+        "Memory (docs/design.md, \"Memory plan\")",
+        F("memory_check", True, "Refuse, in one line naming the field to change, a run whose "
+          "compiled program needs more than 80% of a device's memory by XLA's own figure, or "
+          "whose host buffers need more than 80% of the host's available RAM; false: say so "
+          "and run anyway.", Flag(), resumable=True),
+        F("device_memory_gib", 0.0, "Memory a device may use, GiB: the automatic "
+          "update_unroll and microbatches fit it and memory_check checks against it; 0 = the "
+          "device's own (GPU/TPU: its bytes_limit; CPU: the host's RAM over the devices the "
+          "run uses).", NON_NEGATIVE),
+    ),
+    *_group(
         "Sebulba",
         F("actor_device_ids", (0,), "Local device indices the actors run on.",
           Checked("a non-empty tuple of distinct local device indices"), resumable=True,
@@ -452,7 +463,7 @@ RENAMED = {"minibatch": "minibatch_kind"}
 
 # Fields added after runs were first saved, with the value an older run's config.json
 # (which lacks them) ran at: ``upgrade_saved`` fills them in, so an older run still resumes.
-ADDED = {"policy_lag": -1}
+ADDED = {"policy_lag": -1, "memory_check": True, "device_memory_gib": 0.0}
 
 
 def renamed(name: str) -> str:

@@ -1,7 +1,18 @@
-"""Memory checks before compiling: an estimate of a run's peak memory per device, and of
-the host buffers a mode keeps, against what the machine has.
+"""A run's memory: the plan chosen before compile, and XLA's figure checked after it
+(docs/design.md, "Memory plan").
 
-Nothing here compiles: shapes come from ``jax.eval_shape`` of ``init_learner_state`` (params
+- Before anything compiles, a hand model of a run's peak memory per device (``estimate``)
+  chooses the automatic ``update_unroll`` and ``microbatches`` (``update_plan``): the
+  compiled program depends on them, so XLA cannot be asked first.
+- Once a program is compiled, and before its first call, XLA's own figure for it
+  (``CompiledMemory``: arguments, outputs and temporaries per device) is checked against
+  the device (``compiled_refusal``): Anakin's update call, Sebulba's learner update.
+- A mode's host buffers (Sebulba's rollout queues: exact sizes, no model) are checked
+  against the host's available RAM before anything compiles (``host_refusal``).
+
+A refusal is one line naming the field to change; ``memory_check=False`` runs anyway.
+
+The estimate compiles nothing: shapes come from ``jax.eval_shape`` of ``init_learner_state`` (params
 and optimizer state) and of ``jax.vjp`` of ``network.apply`` (whose pullback holds exactly
 the residuals a backward pass keeps). The terms that differ between architectures come from
 the mode's ``ModeChecks`` (its agents per program, whether its rollouts carry the learner's
@@ -46,13 +57,11 @@ per device, with
                       + max(minibatch, value pass)
 
 (the value pass ends before the first gradient step, so only the larger of the two is live).
-A run is refused when ``total > HEADROOM * capacity``: the device's ``bytes_limit``
-(GPU/TPU), or on CPU the host's available RAM divided by the local devices the run uses
-(``ModeChecks.devices_used``; fake CPU devices share it). A mode's host buffers
-(``ModeChecks.host_memory``: Sebulba's rollout queues, see ``sebulba.train``) are checked
-against the host's available RAM. ``runtime.commands.train.prepare`` runs ``check_run`` after
-``runtime.config.validation.validate``: validation proper stays a function of the config and the
-device counts it is given, the memory check reads the real devices and host.
+A plan fits when ``total <= HEADROOM * capacity`` (``plan_capacity``). A compiled program
+fits when XLA's figure is at most ``HEADROOM`` of the device's capacity (``capacity``):
+``device_memory_gib`` where set, else the device's ``bytes_limit`` (GPU/TPU), or on CPU the
+host's available RAM divided by the local devices the run uses (``ModeChecks.devices_used``;
+fake CPU devices share it).
 """
 
 from __future__ import annotations
@@ -68,7 +77,6 @@ import numpy as np
 from rlcore import staleness
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.distributions import distribution_for
-from rlcore.errors import ConfigError
 from rlcore.learner import init_learner_state
 from rlcore.networks import NO_CORE, initial_core
 from rlcore.optim import make_optimizer
@@ -77,7 +85,6 @@ from runtime.config.agent import NetworkChoice, network_of
 from runtime.config.validation import (
     AUTO_MICROBATCHES,
     AUTO_UNROLL,
-    DeviceCounts,
     HostMemory,
     ModeChecks,
     derive,
@@ -110,7 +117,6 @@ class MemoryEstimate:
       total: peak per device.
       core_states: a recurrent agent's core states (carried and stored) and episode-start
         flags, per device (0 for feed-forward agents).
-      host: the mode's host buffers (``ModeChecks.host_memory``; 0 where it has none).
     """
 
     rollout_obs: int
@@ -120,7 +126,6 @@ class MemoryEstimate:
     params_optimizer: int
     total: int
     core_states: int = 0
-    host: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,11 +289,9 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
       scheduler off, the default, 0 costs little more than 1: ``live_steps``);
     - ``microbatches``: the divisors of a minibatch's envs per device, ascending.
 
-    The capacity is the device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total*
-    RAM over the devices the run uses; total, not available: the plan, and with it the
-    compiled program, is the same every time the run starts on one machine. Where nothing
-    fits, the plan with the most micro-batches and the least unroll (``check`` then refuses
-    it).
+    The capacity is ``plan_capacity``'s. Where nothing fits, the plan with the most
+    micro-batches and the least unroll (XLA's figure for the compiled program then decides:
+    ``compiled_refusal``).
     """
     platform = jax.local_devices()[0].platform if platform is None else platform
     derived = derive(config, num_shards)
@@ -303,9 +306,8 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
         micros = divisors(derived.envs_per_minibatch)
     if len(unrolls) * len(micros) == 1:
         return UpdatePlan(unrolls[0], micros[0])
-    devices = max(mode.devices_used(config, num_shards, num_processes), 1)
-    capacity = (host_total_bytes() // devices if platform == "cpu"
-                else device_capacity(devices)[0])
+    capacity = plan_capacity(config, platform,
+                             max(mode.devices_used(config, num_shards, num_processes), 1))
     for k in micros:
         for unroll in unrolls:
             est = estimate(config, spec, mode, num_shards, num_processes, platform,
@@ -313,6 +315,17 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
             if est.total <= HEADROOM * capacity:
                 return UpdatePlan(unroll, k)
     return UpdatePlan(unrolls[-1], micros[-1])
+
+
+def plan_capacity(config, platform: str, devices: int) -> int:
+    """The bytes ``update_plan`` fits a plan into: ``device_memory_gib`` where > 0, else
+    the device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total* RAM over the
+    ``devices`` the run uses (total, not available: the plan, and with it the compiled
+    program, is the same every time the run starts on one machine)."""
+    limit = config.get("device_memory_gib", 0) or 0
+    if limit > 0:
+        return int(limit * GIB)
+    return host_total_bytes() // devices if platform == "cpu" else device_capacity(devices)[0]
 
 
 def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_processes: int = 1,
@@ -370,9 +383,7 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     total = rollout_obs + trajectory + params + cores + max(minibatch, value_pass)
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
                           value_pass=value_pass, params_optimizer=params, total=total,
-                          core_states=cores,
-                          host=mode.host_memory.bytes(config, spec, num_processes)
-                          if mode.host_memory is not None else 0)
+                          core_states=cores)
 
 
 def rollout_bytes(t: int, n: int, spec: EnvSpec, optional: int = 0) -> int:
@@ -430,23 +441,72 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.1f}"
 
 
-def agents_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
-                   agent_fields: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class CompiledMemory:
+    """XLA's memory analysis of one compiled program (``compiled.memory_analysis()``), bytes
+    per device.
+
+    Attributes:
+      arguments: the program's inputs (the train state, the batch).
+      outputs: its outputs.
+      aliased: outputs written into donated arguments' buffers (counted once, as arguments).
+      temporaries: XLA's scratch buffers while it runs.
+      code: generated code (0 on CPU).
+    """
+
+    arguments: int
+    outputs: int
+    aliased: int
+    temporaries: int
+    code: int = 0
+
+    @property
+    def total(self) -> int:
+        """What the program holds on a device while it runs."""
+        return self.arguments + self.outputs - self.aliased + self.temporaries + self.code
+
+    @classmethod
+    def of(cls, compiled) -> CompiledMemory | None:
+        """The analysis of ``compiled`` (a ``jax.stages.Compiled``); None where the backend
+        gives none."""
+        try:
+            m = compiled.memory_analysis()
+        except Exception:  # noqa: BLE001 - a backend without the analysis
+            return None
+        if m is None:
+            return None
+        return cls(arguments=int(m.argument_size_in_bytes), outputs=int(m.output_size_in_bytes),
+                   aliased=int(m.alias_size_in_bytes), temporaries=int(m.temp_size_in_bytes),
+                   code=int(m.generated_code_size_in_bytes))
+
+
+def capacity(config, devices_used: int) -> tuple[int, str]:
+    """``(bytes, name)`` a run's device may use: ``device_memory_gib`` where > 0, else
+    ``device_capacity``'s."""
+    limit = config.get("device_memory_gib", 0) or 0
+    if limit > 0:
+        device = jax.local_devices()[0]
+        return int(limit * GIB), f"{device.platform}:{device.id} (device_memory_gib)"
+    return device_capacity(devices_used)
+
+
+def agents_message(total: int, capacity: int, device: str, agents: int,
+                   agent_fields: str, what: str) -> str:
     """The one line that refuses a run of ``agents`` agents of which one would fit: it
     names the fields that make the agents (``agent_fields``) first."""
-    fit = int(HEADROOM * capacity // max(est.total // agents, 1))
-    return (f"{agent_fields}: {agents} agents need about {_gib(est.total)} GiB per device "
-            f"({est.total / agents / GIB:.2g} GiB each) but {device} has {_gib(capacity)} GiB (a "
+    fit = int(HEADROOM * capacity // max(total // agents, 1))
+    return (f"{agent_fields}: {agents} agents need about {_gib(total)} GiB per device ({what}; "
+            f"{total / agents / GIB:.2g} GiB each) but {device} has {_gib(capacity)} GiB (a "
             f"run may use {HEADROOM:.0%}): at most about {fit} agents fit; sweep fewer values "
             "or seeds")
 
 
-def blamed_fields(est: MemoryEstimate, config) -> tuple[str, str]:
-    """``(field, remedy)`` the device refusal leads with: the fields behind the estimate's
-    largest part. Where the network's params, optimizer state and core states make more
-    than half of it, ``recurrent_hidden`` for a recurrent agent (a core's params grow with
-    its square) or ``network``; else ``num_envs`` and the batch fields."""
-    if 2 * (est.params_optimizer + est.core_states) > est.total:
+def blamed_fields(state_bytes: int, total: int, config) -> tuple[str, str]:
+    """``(field, remedy)`` the device refusal leads with: where the network's params,
+    optimizer state and core states (``state_bytes``) make more than half of ``total``,
+    ``recurrent_hidden`` for a recurrent agent (a core's params grow with its square) or
+    ``network``; else ``num_envs`` and the batch fields."""
+    if 2 * state_bytes > total:
         if config.recurrent != NO_CORE:
             return "recurrent_hidden", (f"lower recurrent_hidden ({config.recurrent_hidden} "
                                         "units; the core's params grow with its square)")
@@ -455,20 +515,18 @@ def blamed_fields(est: MemoryEstimate, config) -> tuple[str, str]:
                         "(-1: the fewest that fit)")
 
 
-def device_message(est: MemoryEstimate, capacity: int, device: str, agents: int,
-                   live: int, config) -> str:
-    """The one line that refuses a run of ``config`` whose device estimate does not fit
+def device_message(used: CompiledMemory, capacity: int, device: str, config, *,
+                   state_bytes: int, agents: int, live: int, what: str) -> str:
+    """The one line that refuses a run whose compiled program (``what``) does not fit
     (``agents`` agents, ``live`` gradient steps live at once), led by ``blamed_fields``."""
-    field, remedy = blamed_fields(est, config)
+    field, remedy = blamed_fields(state_bytes, used.total, config)
     unroll = (f"update_unroll, whose value keeps {live} gradient steps live at once on CPU; "
               "1 keeps one")
     also = [f for f, more in (("num_seeds or the sweep", agents > 1), (unroll, live > 1)) if more]
-    cores = f", core states {_gib(est.core_states)}" if est.core_states else ""
-    return (f"{field}: the run needs about {_gib(est.total)} GiB per device (rollout obs "
-            f"{_gib(est.rollout_obs)}, minibatch activations {_gib(est.minibatch)}, value "
-            f"pass {_gib(est.value_pass)}, other trajectory fields {_gib(est.trajectory)}, "
-            f"params and optimizer {_gib(est.params_optimizer)}{cores}) but {device} has "
-            f"{_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); {remedy}"
+    return (f"{field}: {what} needs about {_gib(used.total)} GiB per device (XLA: arguments "
+            f"{_gib(used.arguments)}, temporaries {_gib(used.temporaries)}, outputs "
+            f"{_gib(used.outputs - used.aliased)} beyond the donated arguments) but {device} "
+            f"has {_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); {remedy}"
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
@@ -484,37 +542,56 @@ def cpu_atari_hint(env_id: str, platform: str) -> str:
     return f"; on a CPU host, {CPU_ATARI_CONFIG} is sized for 2 cores and 24 GiB"
 
 
-def host_message(est: MemoryEstimate, available: int, host: HostMemory) -> str:
+def host_message(need: int, available: int, host: HostMemory) -> str:
     """The one line that refuses a run whose host buffers (``host``, the mode's) do not
     fit."""
-    return (f"num_envs: {host.what} need about {_gib(est.host)} GiB of host memory "
+    return (f"num_envs: {host.what} need about {_gib(need)} GiB of host memory "
             f"({host.detail}) but the host has {_gib(available)} GiB available (a run may use "
             f"{HEADROOM:.0%}); lower {host.fields}")
 
 
-def check(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
-          num_processes: int = 1) -> None:
-    """Refuses (``ConfigError`` naming the fields behind the largest part of the estimate:
-    ``blamed_fields``, ``agents_message``, ``host_message``) a run whose estimate passes
-    ``HEADROOM`` of the device's capacity or, where the mode keeps rollouts on the host, of
-    the host's available RAM."""
+# What a refusal adds: the field that runs the run anyway.
+OVERRIDE = "; memory_check=False runs it anyway"
+
+
+def compiled_refusal(config, compiled, spec: EnvSpec, mode: ModeChecks, num_shards: int,
+                     num_processes: int, what: str, unroll: int) -> str | None:
+    """The line that refuses a run whose compiled program ``compiled`` (``what``, e.g.
+    "the update call") holds more than ``HEADROOM`` of the device's ``capacity`` by XLA's
+    own figure (``CompiledMemory``); None where it fits, or where XLA gives no figure.
+    ``unroll``: the program's resolved ``update_unroll``. The line names the fields that
+    make the agents where one agent would fit, else ``blamed_fields``'s."""
+    used = CompiledMemory.of(compiled)
+    if used is None:
+        return None
+    cap, device = capacity(config, mode.devices_used(config, num_shards, num_processes))
+    if used.total <= HEADROOM * cap:
+        return None
+    agents = mode.num_agents(config)
+    if agents > 1 and used.total // agents <= HEADROOM * cap:  # one agent would fit
+        return agents_message(used.total, cap, device, agents, agent_fields(config),
+                              f"XLA's figure for {what}") + OVERRIDE
+    sizes = network_sizes(NetworkChoice.of(config), spec, config.optimizer,
+                          config.max_grad_norm > 0)
+    b = derive(config, num_shards).envs_per_shard
+    state = agents * (sizes.params + sizes.opt_state + 2 * b * sizes.core_per_env)
     platform = jax.local_devices()[0].platform
-    plan = update_plan(config, spec, mode, num_shards, num_processes, platform)
-    est = estimate(config, spec, mode, num_shards, num_processes, platform, plan.unroll,
-                   plan.microbatches)
-    capacity, device = device_capacity(mode.devices_used(config, num_shards, num_processes))
-    if est.total > HEADROOM * capacity:
-        agents = mode.num_agents(config)
-        if agents > 1 and est.total // agents <= HEADROOM * capacity:  # one agent would fit
-            raise ConfigError(agents_message(est, capacity, device, agents,
-                                             agent_fields(config)))
-        raise ConfigError(device_message(est, capacity, device, agents,
-                                         live_steps(config, platform, plan.unroll), config)
-                          + cpu_atari_hint(config.env_id, platform))
-    if mode.host_memory is not None:
-        available = host_available_bytes()
-        if est.host > HEADROOM * available:
-            raise ConfigError(host_message(est, available, mode.host_memory))
+    return (device_message(used, cap, device, config, state_bytes=state, agents=agents,
+                           live=live_steps(config, platform, unroll), what=what)
+            + cpu_atari_hint(config.env_id, platform) + OVERRIDE)
+
+
+def host_refusal(config, mode: ModeChecks, num_processes: int) -> str | None:
+    """The line that refuses a run whose host buffers (the mode's ``host_memory``:
+    Sebulba's rollout queues, exact sizes) pass ``HEADROOM`` of the host's available RAM;
+    None where they fit or the mode keeps none."""
+    if mode.host_memory is None:
+        return None
+    need = mode.host_memory.bytes(config, mode.env_spec(config.env_id), num_processes)
+    available = host_available_bytes()
+    if need <= HEADROOM * available:
+        return None
+    return host_message(need, available, mode.host_memory) + OVERRIDE
 
 
 def agent_fields(config) -> str:
@@ -525,10 +602,3 @@ def agent_fields(config) -> str:
     if config.get("num_seeds", 1) > 1:
         names.append("num_seeds")
     return ", ".join(names) or "num_seeds"
-
-
-def check_run(config, mode: ModeChecks, counts: DeviceCounts, num_shards: int) -> None:
-    """``check`` for a config that passed ``runtime.config.validation.validate`` under ``mode`` on
-    the runtime of ``counts``, with the ``num_shards`` learner shards validation returned
-    (``runtime.commands.train.prepare`` calls it)."""
-    check(config, mode.env_spec(config.env_id), mode, num_shards, counts.processes)

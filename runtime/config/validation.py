@@ -126,8 +126,10 @@ class ModeChecks:
       devices_used: ``(config, num_shards, num_processes) -> local devices`` the run
         computes on (CPU devices share the host's RAM).
       host_memory: the mode's host buffers, or None.
-      params_ring: ``config -> n``, the copies of the params its device state keeps to act
-        with (the policy lag of an Anakin run; no rollout values above 0).
+      default_lag: ``config -> lag`` where ``policy_lag`` is -1 (Anakin 0; Sebulba its
+        pipeline's, None for async); read through ``policy_lag``.
+      keeps_lagged_params: whether its device state keeps ``policy_lag`` copies of the
+        params to act with (Anakin; no rollout values above lag 0).
     """
 
     name: str
@@ -138,7 +140,19 @@ class ModeChecks:
     rollout_values: bool
     devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
     host_memory: HostMemory | None = None
-    params_ring: Callable[[ml_collections.ConfigDict], int] = lambda config: 0
+    default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
+    keeps_lagged_params: bool = False
+
+    def policy_lag(self, config) -> int | None:
+        """The run's policy lag, by the one rule both modes follow: ``policy_lag`` where
+        set (>= 0), else the mode's ``default_lag`` (None: the newest params, Sebulba's
+        async pipeline). See docs/design.md, "Pipelines and staleness"."""
+        return config.policy_lag if config.policy_lag >= 0 else self.default_lag(config)
+
+    def params_ring(self, config) -> int:
+        """The copies of the params its device state keeps to act with: the policy lag
+        where ``keeps_lagged_params``, else 0."""
+        return (self.policy_lag(config) or 0) if self.keeps_lagged_params else 0
 
 
 def require(cond, field: str, msg: str) -> None:

@@ -37,7 +37,8 @@ import traceback
 
 from runtime.process.one_line import single_line
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # or site-packages
+# The checkout (or site-packages): three levels above runtime/process/failure.py.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # This project's packages (and its tests, in a checkout): a frame in one of them is ours, in a
 # checkout and installed into site-packages alike (docs/design.md, "Installed package").
 OUR_PACKAGES = ("rlcore", "runtime", "envs", "anakin", "sebulba", "benchmarks", "configs",

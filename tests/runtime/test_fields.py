@@ -52,7 +52,7 @@ def test_views():
     assert fields.BOOL_FIELDS == ("anneal_lr", "clip_vloss", "norm_adv", "bootstrap_time_limits",
                                   "normalize_obs", "normalize_reward",
                                   "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
-                                  "deterministic")
+                                  "deterministic", "memory_check")
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update",
                                    "learner_delay_ms", "call_delay_ms")
     # The sweepable fields are exactly the scalars of the learner's record, in its order.
@@ -128,7 +128,8 @@ def test_a_saved_config_is_read_under_the_current_names(tmp_path):
     config = load_config(str(tmp_path), base.get_config())
     assert config.minibatch_kind == "sequences" and "minibatch" not in config
     assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
-        "minibatch_kind": "auto", "seed": 1, "policy_lag": -1}
+        "minibatch_kind": "auto", "seed": 1, "policy_lag": -1, "memory_check": True,
+        "device_memory_gib": 0.0}
 
 
 def test_a_run_saved_before_policy_lag_resumes_at_its_lag(tmp_path):

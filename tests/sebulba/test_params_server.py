@@ -14,12 +14,12 @@ import ml_collections
 import numpy as np
 import pytest
 
+from sebulba.mode import MODE
 from sebulba.pipeline import (
     ParamsServer,
     PipelineStopped,
     StopControl,
     get,
-    lag_of,
     params_version,
     put,
     queue_capacity,
@@ -225,7 +225,8 @@ def test_stop_control_records_the_first_error():
 # --- params_version ------------------------------------------------------------------------
 
 def _lag(pipeline: str, policy_lag: int = -1) -> int | None:
-    return lag_of(ml_collections.ConfigDict(dict(pipeline=pipeline, policy_lag=policy_lag)))
+    return MODE.policy_lag(
+        ml_collections.ConfigDict(dict(pipeline=pipeline, policy_lag=policy_lag)))
 
 
 @pytest.mark.parametrize("start", [0, 5])

@@ -1,0 +1,99 @@
+"""What validation and the memory check need of Sebulba (``runtime.config.validation.
+ModeChecks``): its own fields' checks, the env ids it runs, its devices, its policy lag
+and its host buffers, the rollout queues (docs/design.md, "Validation")."""
+
+from __future__ import annotations
+
+from envs import registry
+from runtime.config import memory
+from runtime.config.sweep import swept
+from runtime.config.validation import (
+    DeviceCounts,
+    HostMemory,
+    ModeChecks,
+    check_field,
+    choice,
+    int_at_most,
+    is_int,
+    positive_int,
+    require,
+    shown,
+)
+from sebulba import pipeline
+
+
+def check_fields(config, counts: DeviceCounts) -> int:
+    """Checks the Sebulba fields; returns the number of learner shards over all processes."""
+    n_local = counts.local_devices
+    for field in ("actor_device_ids", "learner_device_ids"):
+        ids = config[field]
+        require(isinstance(ids, tuple) and len(ids) > 0 and all(is_int(i) for i in ids),
+                field, f"must be a non-empty tuple of ints, got {ids!r}")
+        require(all(0 <= i < n_local for i in ids), field,
+                f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
+        require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
+    check_field(config, "num_actor_threads")
+    require(config.num_seeds == 1, "num_seeds",
+            f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
+    require(not swept(config), "sweep",
+            f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
+            "(Anakin sweeps in one program)")
+    choice(config, "pipeline", pipeline.PIPELINES)
+    require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
+            f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
+            "(use sync or cleanba with it)")
+    require(config.pipeline != "async" or config.staleness_correction != "lr_scale",
+            "staleness_correction", "lr_scale scales by the policy lag, and the async "
+            "pipeline has none fixed (use sync, cleanba or a policy_lag with it)")
+    check_field(config, "env_threads")
+    check_field(config, "queue_timeout_s")
+    jitter = config.debug.actor_jitter_ms
+    require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
+            f"must be an integer >= 0, got {shown(jitter)}")
+    int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
+    positive_int(config, "num_envs")
+    actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
+    require(config.num_envs % actors == 0, "num_envs",
+            f"{config.num_envs} envs do not split over {counts.processes} processes x "
+            f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
+    return counts.processes * len(config.learner_device_ids)
+
+
+def queue_depth(config) -> int:
+    """Rollouts per actor thread alive at once: queued (``pipeline.queue_capacity``), being
+    filled, held by the learner; 3 up to lag 1, ``lag + 2`` above."""
+    return pipeline.queue_capacity(MODE.policy_lag(config)) + 2
+
+
+def host_bytes(config, spec, num_processes: int = 1) -> int:
+    """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
+    the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
+    is ``runtime.config.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
+    fields (actors ship no values)."""
+    threads = len(config.actor_device_ids) * config.num_actor_threads
+    local_envs = config.num_envs // num_processes
+    optional = memory.optional_step_bytes(config)
+    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec, optional)
+    return (queue_depth(config) * threads * per_thread
+            + memory.rollout_bytes(config.num_steps, local_envs, spec, optional))
+
+
+def devices_used(config, num_shards: int, num_processes: int) -> int:
+    """Local actor and learner devices (those that share the host's RAM on CPU)."""
+    del num_shards, num_processes
+    return len(set(config.actor_device_ids) | set(config.learner_device_ids))
+
+
+# What validation and the memory check need of Sebulba: its fields, the ids it runs
+# (EnvPool ones and jittable ones through JaxHostEnv, see envs.registry) and their specs;
+# one agent; the actors' params may be older than the learner's (by its pipeline's lag
+# where policy_lag is -1), so they ship no values;
+# the rollout queues live in host memory.
+MODE = ModeChecks(
+    name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
+    env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
+    devices_used=devices_used, default_lag=lambda config: pipeline.PIPELINES[config.pipeline],
+    host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
+                           detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
+                           "learner's batch",
+                           fields="num_envs, num_steps, num_actor_threads or policy_lag"))

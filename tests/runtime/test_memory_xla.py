@@ -1,0 +1,114 @@
+"""The device memory check by XLA's own figure (docs/design.md, "Memory plan"): the compiled
+Anakin call and Sebulba learner update are checked against the devices before their first
+call, on the test session's 4 fake CPU devices with a small ``device_memory_gib``; a refusal
+names the field to change and ``memory_check=False`` overrides it."""
+
+import re
+
+import pytest
+
+from anakin import train as anakin_train
+from configs import cartpole_ppo, cartpole_ppo_sebulba
+from rlcore.errors import ConfigError
+from runtime.config import memory
+from sebulba import train as sebulba_train
+from tests.helpers import config_error_lines, run_entry
+
+GIB = memory.GIB
+
+
+def small_cartpole(**fields):
+    """The demo's config on all 4 devices, 64 envs, one 20-update call."""
+    c = cartpole_ppo.get_config()
+    c.num_devices, c.num_envs, c.num_steps, c.updates_per_call = 0, 64, 16, 20
+    c.total_env_steps = 2 * 64 * 16
+    c.update(fields)
+    return c
+
+
+def figures(config) -> tuple[memory.CompiledMemory, memory.MemoryEstimate]:
+    """XLA's figure for ``config``'s compiled call and the hand model's estimate, per
+    device (the default capacity: both fit)."""
+    run = anakin_train.AnakinRun(config)
+    run.compile(run.abstract_state())
+    used = memory.CompiledMemory.of(run._call)
+    assert used is not None and used.total > 0
+    est = memory.estimate(config, run.env.spec, anakin_train.MODE, run.num_devices)
+    return used, est
+
+
+def test_fits_by_xla_where_the_hand_model_refused(tmp_path):
+    """A limit between XLA's figure and the estimate: the estimate (the check before this
+    one) passes 80% of it, XLA's figure does not, and the run trains."""
+    c = small_cartpole()
+    used, est = figures(c)
+    assert est.total > used.total  # the hand model is the more cautious one
+    limit = (est.total + used.total) / 2 / memory.HEADROOM
+    assert est.total > memory.HEADROOM * limit >= used.total
+    c.device_memory_gib = limit / GIB
+    rows = anakin_train.train(c, str(tmp_path))
+    assert rows and rows[-1]["update"] == 2
+
+
+def test_refused_by_xla_naming_num_envs_and_the_override(tmp_path, capsys):
+    c = small_cartpole()
+    used, _ = figures(c)
+    c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB  # half of what it needs
+    with pytest.raises(ConfigError, match=r"^num_envs: the update call needs about [\d.]+ GiB "
+                       r"per device \(XLA: arguments [\d.]+, temporaries [\d.]+, outputs "
+                       r"[\d.]+ beyond the donated arguments\) but cpu:0 \(device_memory_gib\)"
+                       r" has [\d.]+ GiB \(a run may use 80%\); lower num_envs or num_steps, "
+                       r".*; memory_check=False runs it anyway$"):
+        anakin_train.train(c, str(tmp_path / "refused"))
+    c.memory_check = False
+    rows = anakin_train.train(c, str(tmp_path / "anyway"))
+    assert rows and rows[-1]["update"] == 2
+    said = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("memory:")]
+    assert len(said) == 1 and said[0].endswith("running anyway (memory_check=False)"), said
+
+
+def test_agents_refused_naming_the_sweep_and_num_seeds(tmp_path):
+    """Four agents of which one fits: the line leads with the fields that make them."""
+    c = small_cartpole(num_seeds=2)
+    c.sweep.learning_rate = (1e-4, 3e-4)
+    used, _ = figures(c)
+    c.device_memory_gib = used.total / 2 / memory.HEADROOM / GIB  # about two of four fit
+    with pytest.raises(ConfigError, match=r"^sweep.learning_rate, num_seeds: 4 agents need "
+                       r"about [\d.]+ GiB per device \(XLA's figure for the update call; "
+                       r"[\d.e-]+ GiB each\) .*at most about [12] agents fit; sweep fewer "
+                       r"values or seeds; memory_check=False runs it anyway$"):
+        anakin_train.train(c, str(tmp_path))
+
+
+def test_big_recurrent_core_refused_naming_recurrent_hidden(tmp_path):
+    """A GRU of 1024 units on 4 envs: its params and optimizer state are most of the
+    figure, so the line leads with recurrent_hidden, not num_envs."""
+    c = small_cartpole(num_envs=4, recurrent="gru", recurrent_hidden=1024,
+                       num_minibatches=1, total_env_steps=4 * 16)
+    used, _ = figures(c)
+    c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB
+    with pytest.raises(ConfigError, match=r"^recurrent_hidden: the update call needs .*; "
+                       r"lower recurrent_hidden \(1024 units; the core's params grow with "
+                       r"its square\); memory_check=False runs it anyway$"):
+        anakin_train.train(c, str(tmp_path))
+
+
+def test_sebulba_learner_refused_before_its_first_update(tmp_path):
+    c = cartpole_ppo_sebulba.get_config()
+    c.total_env_steps = 4 * c.num_envs * c.num_steps
+    c.device_memory_gib = 1e-6  # about 1 KiB
+    with pytest.raises(ConfigError, match=r"^num_envs: the learner update needs about .* "
+                       r"memory_check=False runs it anyway$"):
+        sebulba_train.train(c, str(tmp_path))
+    assert not (tmp_path / "checkpoints").exists() or not list((tmp_path / "checkpoints")
+                                                                .iterdir())
+
+
+def test_command_refusal_is_one_line_and_exit_2(tmp_path):
+    proc = run_entry("anakin.main", ["--config=configs/cartpole_ppo.py",
+                                     f"--workdir={tmp_path}", "--config.device_memory_gib=1e-6"])
+    assert proc.returncode == 2, proc.stderr
+    lines = config_error_lines(proc.stderr)
+    assert len(lines) == 1 and re.match(r"config error: num_envs: the update call needs "
+                                        r"about", lines[0]), proc.stderr
+    assert "Traceback" not in proc.stderr
