@@ -322,12 +322,15 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     total = run.derived.num_updates
     rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags(),
                     return_label=registry.return_axis_label(config.env_id))
+    # A resume restores first, so that a finished run says so before compiling.
+    state = rundir.restore_or(run.init_state()) if rundir.resumes() else None
     try:
         with SignalFlag() as flag:
             flag.compiling()
             with rundir.compiling(config.updates_per_call):
-                compile_s = run.compile(run.abstract_state())  # before any state exists
-            state = rundir.restore_or(run.init_state())
+                compile_s = run.compile(run.abstract_state())  # a fresh run: before its state
+            if state is None:
+                state = rundir.restore_or(run.init_state())
             start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
             longest = None  # the longest call so far, seconds
             for k in _call_sizes(start, total, config.updates_per_call):

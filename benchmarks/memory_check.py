@@ -5,7 +5,9 @@
 NUM_ENVS NUM_STEPS``; default 8 32) and the whole Anakin call of
 ``configs/minatar_breakout_ppo.py`` with its own sizes, on one CPU device, and prints the
 estimate next to ``compiled.memory_analysis()`` (arguments + outputs + temporaries, less
-the bytes outputs alias from donated arguments).
+the bytes outputs alias from donated arguments: what the memory check reads). With
+``--shipped``: the whole call of every shipped config that Anakin runs, each with its own
+sizes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
 from anakin import train as anakin_train
 from rlcore.learner import init_learner_state, make_update_fn_for
@@ -63,16 +64,51 @@ def compile_learner_update(config, spec: EnvSpec):
 
 def compile_anakin_call(config):
     """The whole Anakin call (rollout + update, ``updates_per_call`` slots) on one device,
-    compiled."""
+    compiled from the state's shapes as a run compiles it (``memory_check`` off here: the
+    figure is what is measured)."""
     from anakin.train import AnakinRun
     from runtime import distributed
 
+    config.memory_check = False
     run = AnakinRun(config, distributed.data_mesh(jax.devices()[:1]))
-    state = jax.eval_shape(run.init_state)
-    fn = jax.jit(jax.shard_map(run._device_call, mesh=run.mesh,
-                               in_specs=(run.state_spec, P(), P(), P()),
-                               out_specs=(run.state_spec, P())), donate_argnums=0)
-    return fn.lower(state, jnp.int32(1), run.roots, run.swept).compile(), run.env.spec
+    run.compile(run.abstract_state())
+    return run._call, run.env.spec
+
+
+def shipped_anakin_configs() -> list[str]:
+    """The configs/ files whose env Anakin runs (``configs/<name>.py``), sorted."""
+    import importlib
+    import pathlib
+
+    names = []
+    for path in sorted(pathlib.Path(__file__).resolve().parent.parent.glob("configs/*.py")):
+        if path.stem in ("__init__", "base", "atari_base"):
+            continue
+        config = importlib.import_module(f"configs.{path.stem}").get_config()
+        try:
+            anakin_train.MODE.check_env_id(config.env_id)
+        except Exception:  # noqa: BLE001 - a Sebulba-only env, or a suite not installed
+            continue
+        names.append(path.stem)
+    return names
+
+
+def shipped_rows(names: list[str]):
+    """``(name, estimate, measured bytes, compile seconds)`` of each shipped Anakin
+    config's call with its own sizes, on one device."""
+    import importlib
+
+    out = []
+    for name in names:
+        c = importlib.import_module(f"configs.{name}").get_config()
+        c.num_devices = 1
+        t0 = time.perf_counter()
+        compiled, spec = compile_anakin_call(c)
+        agents = anakin_train.MODE.num_agents(c)
+        out.append((f"{name} (B={c.num_envs}, T={c.num_steps}, A={agents})",
+                    memory.estimate(c, spec, anakin_train.MODE, 1), measured_bytes(compiled),
+                    time.perf_counter() - t0))
+    return out
 
 
 def atari_config(num_envs: int = 8, num_steps: int = 32):
@@ -126,6 +162,9 @@ def parse_args(argv=None):
                    help="envs of the Atari learner update (default: %(default)s)")
     p.add_argument("num_steps", nargs="?", type=int, default=32,
                    help="rollout length of the Atari learner update (default: %(default)s)")
+    p.add_argument("--shipped", action="store_true",
+                   help="instead: every shipped config that Anakin runs, its whole call with "
+                   "its own sizes on one device")
     return p.parse_args(argv)
 
 
@@ -138,7 +177,9 @@ def main(argv) -> None:
     mib = 2**20
     print(f"{'program':58} {'estimate MiB':>12} {'measured MiB':>12} {'ratio':>6} "
           f"{'compile s':>9}")
-    for name, est, measured, secs in rows(atari_envs, atari_steps):
+    table = (shipped_rows(shipped_anakin_configs()) if args.shipped
+             else rows(atari_envs, atari_steps))
+    for name, est, measured, secs in table:
         print(f"{name:58} {est.total / mib:12.1f} {measured / mib:12.1f} "
               f"{est.total / measured:6.2f} {secs:9.1f}")
         print(f"  parts MiB: rollout obs {est.rollout_obs / mib:.1f}, trajectory "

@@ -74,7 +74,12 @@ class RunDir:
         self.windows = LogWindows(self.agent_tags)
         self.timing = RunTiming()
         self.saved_at = time.monotonic()  # the last checkpoint's time, or the start's
+        self.opened = time.perf_counter()  # wall_time counts from here (compile included)
         self._note_checkpoint(None)
+
+    def resumes(self) -> bool:
+        """Whether the workdir holds checkpoints, so that ``restore_or`` resumes from one."""
+        return bool(self.ckpt is not None and self.ckpt.steps())
 
     def restore_or(self, fresh_state):
         """The newest checkpoint that restores, in ``fresh_state``'s structure, or
@@ -136,7 +141,7 @@ class RunDir:
             self.logger = MetricsLogger(self.workdir, self.total, write=self.main,
                                         console=self.main, wandb=wandb,
                                         start=(start, start * self.steps_per_update),
-                                        agents=self.agent_tags)
+                                        agents=self.agent_tags, opened=self.opened)
         except ConfigError as e:  # W&B would not start (process 0 only starts it)
             failed = e
         if wandb and not distributed.all_processes_agree(failed is None):

@@ -70,14 +70,16 @@ class MetricsLogger:
         line to Weights & Biases too; None: not used.
       agents: the tags of every agent (``runtime.config.sweep.agent_tags``; None: one agent):
         TensorBoard and W&B get one run per agent (``agent_name``).
+      opened: ``time.perf_counter()`` when the command opened the run directory, which
+        ``wall_time`` counts from (default: now).
     """
 
     def __init__(self, workdir, total_updates: int, *, console=True, tensorboard=True,
                  write=True, start: tuple[int, int] = (0, 0), wandb: dict | None = None,
-                 agents: list[dict] | None = None):
+                 agents: list[dict] | None = None, opened: float | None = None):
         self.total_updates = total_updates
         self.console = console
-        self.start = time.perf_counter()
+        self.start = time.perf_counter() if opened is None else opened
         self.start_update = start[0]
         self._last = (self.start, start[1])
         self._steady: tuple[int, float] | None = None  # (update, time) of steady_from
