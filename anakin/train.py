@@ -32,7 +32,7 @@ from rlcore.seeding import Roots
 from rlcore.types import EpisodeSummary, LearnerState, Params
 from runtime import distributed
 from runtime.commands import train as train_command
-from runtime.config import build, memory, sweep
+from runtime.config import build, memory_check, sweep
 from runtime.config.validation import derive
 from runtime.process.signals import SignalFlag
 from runtime.run.cadence import train_eval_due
@@ -282,7 +282,7 @@ class AnakinRun:
         self._call = jax.jit(fn, donate_argnums=0).lower(
             state, jnp.int32(0), self.roots, self.swept).compile()
         seconds = time.perf_counter() - t
-        train_command.check_memory(self.config, memory.compiled_refusal(
+        train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, self._call, self.env.spec, MODE, self.num_devices,
             distributed.device_counts().processes, "the update call",
             self.hparams.update_unroll))

@@ -32,7 +32,7 @@ from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState, Trajectory
 from runtime import distributed
 from runtime.commands import train as train_command
-from runtime.config import build, memory
+from runtime.config import build, memory_check
 from runtime.config.validation import derive
 from runtime.process import failure
 from runtime.process.exits import ExitNow
@@ -91,7 +91,7 @@ class SebulbaRun:
           ConfigError: the update does not fit the devices (``memory_check``).
         """
         compiled = self.learner_step.lower(*args).compile()
-        train_command.check_memory(self.config, memory.compiled_refusal(
+        train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, compiled, self.spec, MODE, self.layout.learner_mesh.devices.size,
             distributed.device_counts().processes, "the learner update",
             self.hparams.update_unroll))

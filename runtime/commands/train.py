@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from rlcore.errors import ConfigError
 from runtime import distributed
-from runtime.config import memory
+from runtime.config import memory_check
 from runtime.config.validation import ModeChecks, validate, validate_distributed, validate_fields
 from runtime.process import exits, failure, signals
 from runtime.run import lock as workdir_lock
@@ -46,7 +46,7 @@ TRAIN_ERRORS = (
 def prepare(config, mode: ModeChecks) -> None:
     """Checks the process fields, joins the multi-process runtime, then checks every other
     field for ``mode`` and that the mode's host buffers fit the host
-    (``runtime.config.memory.host_refusal``): all before anything compiles. The devices'
+    (``runtime.config.memory_check.host_refusal``): all before anything compiles. The devices'
     memory is checked once the trainer has compiled its program, by XLA's figure
     (``check_memory``).
 
@@ -57,7 +57,7 @@ def prepare(config, mode: ModeChecks) -> None:
     distributed.initialize(config)
     counts = distributed.device_counts()
     validate(config, mode, counts)
-    check_memory(config, memory.host_refusal(config, mode, counts.processes))
+    check_memory(config, memory_check.host_refusal(config, mode, counts.processes))
 
 
 def check_memory(config, refusal: str | None) -> None:
@@ -75,7 +75,7 @@ def check_memory(config, refusal: str | None) -> None:
     if config.memory_check:
         raise ConfigError(line)
     if distributed.is_main_process():
-        print(f"memory: {line.removesuffix(memory.OVERRIDE)}; running anyway "
+        print(f"memory: {line.removesuffix(memory_check.OVERRIDE)}; running anyway "
               "(memory_check=False)", file=sys.stderr, flush=True)
 
 

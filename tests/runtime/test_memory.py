@@ -13,7 +13,7 @@ from benchmarks.memory_check import compile_learner_update, measured_bytes
 from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
-from runtime.config import memory
+from runtime.config import memory, memory_check
 from runtime.config.agent import NetworkChoice
 from sebulba import mode as sebulba_mode
 from sebulba import train as sebulba_train
@@ -233,13 +233,13 @@ def test_sebulba_host_bytes_and_check(monkeypatch):
     lagged = c.copy_and_resolve_references()
     lagged.policy_lag = 4  # 4 queued, 1 being filled, 1 held by the learner
     assert sebulba_mode.host_bytes(lagged, CARTPOLE) == 6 * 2 * per_thread + whole
-    assert memory.host_refusal(c, sebulba_train.MODE, 1) is None
+    assert memory_check.host_refusal(c, sebulba_train.MODE, 1) is None
     need = sebulba_mode.host_bytes(c, sebulba_train.MODE.env_spec(c.env_id))
     monkeypatch.setattr(memory, "host_available_bytes", lambda: need)  # the 80% rule
     assert re.match(r"^num_envs: the actors' rollouts need about .* lower num_envs, num_steps, "
                     r"num_actor_threads or policy_lag; memory_check=False runs it anyway$",
-                    memory.host_refusal(c, sebulba_train.MODE, 1))
-    assert memory.host_refusal(c, anakin_train.MODE, 1) is None  # Anakin keeps none
+                    memory_check.host_refusal(c, sebulba_train.MODE, 1))
+    assert memory_check.host_refusal(c, anakin_train.MODE, 1) is None  # Anakin keeps none
 
 
 def test_capacity_on_cpu_is_shared_host_ram():

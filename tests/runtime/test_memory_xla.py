@@ -10,7 +10,7 @@ import pytest
 from anakin import train as anakin_train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
-from runtime.config import memory
+from runtime.config import memory, memory_check
 from sebulba import train as sebulba_train
 from tests.helpers import config_error_lines, run_entry
 
@@ -26,12 +26,12 @@ def small_cartpole(**fields):
     return c
 
 
-def figures(config) -> tuple[memory.CompiledMemory, memory.MemoryEstimate]:
+def figures(config) -> tuple[memory_check.CompiledMemory, memory.MemoryEstimate]:
     """XLA's figure for ``config``'s compiled call and the hand model's estimate, per
     device (the default capacity: both fit)."""
     run = anakin_train.AnakinRun(config)
     run.compile(run.abstract_state())
-    used = memory.CompiledMemory.of(run._call)
+    used = memory_check.CompiledMemory.of(run._call)
     assert used is not None and used.total > 0
     est = memory.estimate(config, run.env.spec, anakin_train.MODE, run.num_devices)
     return used, est
