@@ -61,9 +61,9 @@ def prepare(config, mode: ModeChecks) -> None:
 
 
 def check_memory(config, refusal: str | None) -> None:
-    """Acts on a memory check's verdict (``runtime.config.memory``: ``refusal`` is its one
-    line, None where the run fits), every process alike: a collective in multi-process runs,
-    so that a process whose devices do not fit stops them all.
+    """Acts on a memory check's verdict (``runtime.config.memory_check``: ``refusal`` is its
+    one line, None where the run fits), every process alike: a collective in multi-process
+    runs, so that a process whose devices do not fit stops them all.
 
     Raises:
       ConfigError: some process refused and ``memory_check`` is on; with it off, the line
