@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import glob
 import os
+import shutil
 import sys
 import tempfile
 
@@ -22,21 +23,35 @@ from runtime.run import files as run_files
 def set_aside_previous_run(workdir: str) -> str | None:
     """``--fresh``: moves what a run wrote in ``workdir`` (``run_files.RUN_ENTRIES``:
     checkpoints, metrics, config, log windows, event files) into a new folder beside it,
-    ``<workdir>.old-<UTC time>/``; returns that folder, or None when there was nothing to
-    move. Nothing is deleted; ``run.lock`` and other files stay."""
+    ``<workdir>.old-<UTC time>/`` (``workdir`` made absolute first, so that ``.`` or a
+    trailing slash still means beside it); returns that folder, or None when there was
+    nothing to move. Nothing is deleted; ``run.lock`` and other files stay. Across file
+    systems (a workdir that is its own mount point) the files are copied, then removed.
+
+    Raises:
+      ConfigError: a move failed; the folder made for it is removed where it is still empty
+        and the line says what to do.
+    """
     entries = sorted({p for pattern in run_files.RUN_ENTRIES
                       for p in glob.glob(os.path.join(glob.escape(workdir), pattern))})
     if not entries:
         return None
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{os.path.normpath(workdir)}.old-{stamp}"
+    base = f"{os.path.abspath(workdir)}.old-{stamp}"
     target, n = base, 1
     while os.path.exists(target):
         n += 1
         target = f"{base}-{n}"
-    os.makedirs(target)
-    for entry in entries:
-        os.rename(entry, os.path.join(target, os.path.basename(entry)))
+    try:
+        os.makedirs(target)
+        for entry in entries:
+            shutil.move(entry, os.path.join(target, os.path.basename(entry)))
+    except OSError as e:
+        if os.path.isdir(target) and not os.listdir(target):
+            os.rmdir(target)
+        raise ConfigError(
+            f"--fresh: could not move the previous run in {workdir} to {target} "
+            f"({e.strerror or e}); move its files out by hand, or use a new --workdir") from None
     return target
 
 

@@ -5,7 +5,9 @@ exit 2; a damaged latest checkpoint is one line, and the run resumes from the pr
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
 
@@ -20,7 +22,7 @@ from runtime.config.problems import config_file_problem
 from runtime.config.xla_flags import THREADS_VARIABLE, apply_xla_cpu_flags, cpu_threads_for
 from runtime.run import lock as workdir_lock
 from runtime.run.directory import RunDir
-from runtime.run.workdir import check_workdir
+from runtime.run.workdir import check_workdir, set_aside_previous_run
 from tests.helpers import (
     checkpoint_steps,
     config_error_lines,
@@ -222,6 +224,62 @@ def test_fresh_moves_the_previous_run_beside_and_starts_at_update_0(tmp_path):
     assert read_metrics(tmp_path / previous[0]) == before
     assert checkpoint_steps(tmp_path / previous[0]) == [2, 4]
     assert (tmp_path / previous[0] / "config.json").is_file()
+
+
+def _written_run(workdir) -> None:
+    """The files of a run in ``workdir``: a checkpoint folder, metrics and config."""
+    os.makedirs(workdir / "checkpoints" / "2")
+    (workdir / "metrics.jsonl").write_text('{"update": 2}\n')
+    (workdir / "config.json").write_text("{}")
+
+
+@pytest.mark.parametrize("name", [".", "./", "run/", "run/."])
+def test_fresh_resolves_the_workdir_and_moves_beside_it(tmp_path, monkeypatch, name):
+    """``--workdir=.`` (or a trailing slash) moves the run beside the workdir, not into a
+    hidden folder inside it."""
+    workdir = tmp_path / "run"
+    _written_run(workdir)
+    monkeypatch.chdir(workdir if name.startswith(".") else tmp_path)
+    moved = set_aside_previous_run(name)
+    assert os.path.dirname(moved) == str(tmp_path), moved
+    assert os.path.basename(moved).startswith("run.old-")
+    assert not [d for d in os.listdir(workdir) if ".old-" in d]
+    assert (tmp_path / os.path.basename(moved) / "metrics.jsonl").is_file()
+
+
+def test_fresh_across_file_systems_copies(tmp_path, monkeypatch):
+    """A workdir that is its own mount point (renames out of it fail with EXDEV): the run
+    is copied beside it, then removed from it."""
+    workdir = tmp_path / "run"
+    _written_run(workdir)
+    rename = os.rename
+
+    def no_cross_device(src, dst):
+        if str(src).startswith(str(workdir) + os.sep):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", no_cross_device)
+    moved = set_aside_previous_run(str(workdir))
+    assert sorted(os.listdir(moved)) == ["checkpoints", "config.json", "metrics.jsonl"]
+    assert os.path.isdir(os.path.join(moved, "checkpoints", "2"))
+    assert os.listdir(workdir) == []
+
+
+def test_fresh_move_failure_is_one_line_and_removes_its_folder(tmp_path, monkeypatch):
+    workdir = tmp_path / "run"
+    _written_run(workdir)
+
+    def full_disk(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "move", full_disk)
+    with pytest.raises(ConfigError, match=r"^--fresh: could not move the previous run in .*run "
+                       r"to .*run\.old-\S+ \(No space left on device\); move its files out by "
+                       r"hand, or use a new --workdir$"):
+        set_aside_previous_run(str(workdir))
+    assert [d for d in os.listdir(tmp_path) if ".old-" in d] == []
+    assert (workdir / "metrics.jsonl").is_file()
 
 
 def test_xla_flags_of_the_config(monkeypatch):
