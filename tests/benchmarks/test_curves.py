@@ -1,10 +1,12 @@
 """benchmarks.curves and runtime.run.curves: lines per swept values with a band over seeds (a
 3 learning rates x 2 seeds sweep is 3 lines of 2 seeds each), the final-20% statistic, the
-two-panel PNG, the wall-clock of a resumed run, the axis label of the env."""
+two-panel PNG, the wall-clock of a resumed run, the axis label of the env, and the one-line
+exit-2 refusals of a run with nothing to plot or a damaged file."""
 
 import json
 
 import numpy as np
+import pytest
 
 from benchmarks import curves
 from envs import registry
@@ -66,6 +68,54 @@ def test_a_3_by_2_sweep_is_3_lines_of_2_seeds(tmp_path, capsys):
     assert "sweep: learning_rate=0.0003: final-20% mean 14.50 (per agent 14.0, 15.0)" in text
     assert _png(tmp_path / "sweep" / "curve.png")
     assert run_curves.write_run_curve(run) == str(tmp_path / "sweep" / "curve.png")
+
+
+def _refusal(argv, capsys) -> str:
+    """The one stderr line of ``benchmarks.curves`` refusing ``argv`` with exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        curves.main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2, err
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1 and err.endswith("\n"), err
+    return err
+
+
+GOOD = {"env_steps": 10, "wall_time": 1.0, "episode_return": 1.0}
+
+
+def test_an_empty_metrics_file_is_refused(tmp_path, capsys):
+    run = _run(tmp_path / "r", [])
+    err = _refusal([run, f"--out={tmp_path / 'c.png'}"], capsys)
+    assert f"{run}/metrics.jsonl: no lines" in err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_a_run_without_a_finished_episode_is_refused(tmp_path, capsys):
+    run = _run(tmp_path / "r", [{"env_steps": 10 * i, "wall_time": 1.0 * i,
+                                 "episode_return": None} for i in (1, 2)])
+    err = _refusal([run], capsys)
+    assert f"{run}/metrics.jsonl: no line has a finite episode_return" in err
+    assert "no episode has finished yet" in err
+    assert not (tmp_path / "r" / "curve.png").exists()
+
+
+@pytest.mark.parametrize("bad, problem", [("[1, 2]", "not a JSON object"),
+                                          ('{"env_steps": 2', "not valid JSON")])
+def test_a_bad_metrics_line_is_refused_with_its_number(tmp_path, capsys, bad, problem):
+    run = _run(tmp_path / "r", [GOOD])
+    with open(tmp_path / "r" / "metrics.jsonl", "a") as f:
+        f.write(bad + "\n" + json.dumps(GOOD) + "\n")
+    err = _refusal([f"--run=A:{run}"], capsys)
+    assert f"{run}/metrics.jsonl:2: {problem}" in err
+
+
+def test_a_torn_config_is_refused(tmp_path, capsys):
+    run = _run(tmp_path / "r", [GOOD], "CartPole-v1")
+    (tmp_path / "r" / "config.json").write_text('{"env_id": "CartPole-v1", "se')
+    err = _refusal([run], capsys)
+    assert f"{run}/config.json: not readable JSON" in err
+    assert not (tmp_path / "r" / "curve.png").exists()
 
 
 def test_wall_clock_of_a_resumed_run_is_joined():
