@@ -285,7 +285,7 @@ class AnakinRun:
         train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, self._call, self.env.spec, MODE, self.num_devices,
             distributed.device_counts().processes, "the update call",
-            self.hparams.update_unroll))
+            self.hparams))
         return seconds
 
 

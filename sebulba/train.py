@@ -94,7 +94,7 @@ class SebulbaRun:
         train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, compiled, self.spec, MODE, self.layout.learner_mesh.devices.size,
             distributed.device_counts().processes, "the learner update",
-            self.hparams.update_unroll))
+            self.hparams))
         self.learner_step = compiled
 
     def make_eval_pool(self) -> EvalPool | None:

@@ -104,6 +104,8 @@ class MemoryEstimate:
       total: peak per device.
       core_states: a recurrent agent's core states (carried and stored) and episode-start
         flags, per device (0 for feed-forward agents).
+      lagged_params: the copies of the params an Anakin run at ``policy_lag`` > 0 acts with
+        (part of ``params_optimizer``).
     """
 
     rollout_obs: int
@@ -113,6 +115,7 @@ class MemoryEstimate:
     params_optimizer: int
     total: int
     core_states: int = 0
+    lagged_params: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -370,7 +373,7 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
     total = rollout_obs + trajectory + params + cores + max(minibatch, value_pass)
     return MemoryEstimate(rollout_obs=rollout_obs, trajectory=trajectory, minibatch=minibatch,
                           value_pass=value_pass, params_optimizer=params, total=total,
-                          core_states=cores)
+                          core_states=cores, lagged_params=agents * ring * sizes.params)
 
 
 def rollout_bytes(t: int, n: int, spec: EnvSpec, optional: int = 0) -> int:

@@ -17,16 +17,20 @@ import dataclasses
 
 import jax
 
+from rlcore.hparams import HParams
 from rlcore.networks import NO_CORE
 from rlcore.types import EnvSpec
 from runtime.config import memory
-from runtime.config.agent import NetworkChoice
 from runtime.config.memory import GIB, HEADROOM
-from runtime.config.validation import HostMemory, ModeChecks, derive
+from runtime.config.validation import HostMemory, ModeChecks
 
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:.1f}"
+def _size(n: int) -> str:
+    """``n`` bytes as people read them: ``"1.5 GiB"``, ``"310.2 MiB"``, ``"96.0 KiB"``."""
+    for unit, size in (("GiB", GIB), ("MiB", 2**20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 2**10:.1f} KiB"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,38 +87,61 @@ def agents_message(total: int, capacity: int, device: str, agents: int,
     """The one line that refuses a run of ``agents`` agents of which one would fit: it
     names the fields that make the agents (``agent_fields``) first."""
     fit = int(HEADROOM * capacity // max(total // agents, 1))
-    return (f"{agent_fields}: {agents} agents need about {_gib(total)} GiB per device ({what}; "
-            f"{total / agents / GIB:.2g} GiB each) but {device} has {_gib(capacity)} GiB (a "
+    return (f"{agent_fields}: {agents} agents need about {_size(total)} per device ({what}; "
+            f"{_size(total // agents)} each) but {device} has {_size(capacity)} (a "
             f"run may use {HEADROOM:.0%}): at most about {fit} agents fit; sweep fewer values "
             "or seeds")
 
 
-def blamed_fields(state_bytes: int, total: int, config) -> tuple[str, str]:
-    """``(field, remedy)`` the device refusal leads with: where the network's params,
-    optimizer state and core states (``state_bytes``) make more than half of ``total``,
-    ``recurrent_hidden`` for a recurrent agent (a core's params grow with its square) or
-    ``network``; else ``num_envs`` and the batch fields."""
-    if 2 * state_bytes > total:
-        if config.recurrent != NO_CORE:
-            return "recurrent_hidden", (f"lower recurrent_hidden ({config.recurrent_hidden} "
-                                        "units; the core's params grow with its square)")
-        return "network", f"choose a smaller network than {config.network}"
-    return "num_envs", ("lower num_envs or num_steps, or raise num_minibatches or microbatches "
-                        "(-1: the fewest that fit)")
+# A field is named in a refusal where its part is at least this share of the estimate.
+SHARE_FLOOR = 0.1
+
+# What each field of ``field_shares`` asks of a run that does not fit.
+REMEDIES = {
+    "policy_lag": lambda c: (f"lower policy_lag ({c.policy_lag}; each lag keeps one more copy "
+                             "of the params)"),
+    "recurrent_hidden": lambda c: (f"lower recurrent_hidden ({c.recurrent_hidden} units; the "
+                                   "core's params grow with its square)"),
+    "network": lambda c: f"choose a smaller network than {c.network}",
+    "num_envs": lambda c: "lower num_envs or num_steps",
+    "num_minibatches": lambda c: ("raise num_minibatches or microbatches (-1: the fewest that "
+                                  "fit)"),
+}
+
+
+def field_shares(est: memory.MemoryEstimate, config) -> list[tuple[str, float]]:
+    """``(field, share)`` of each field behind at least ``SHARE_FLOOR`` of the plan's
+    estimate ``est``, largest first: ``policy_lag`` (the lagged copies of the params),
+    ``recurrent_hidden`` for a recurrent agent, else ``network`` (params, gradients,
+    optimizer state, core states), ``num_envs`` (rollout observations and trajectory),
+    ``num_minibatches`` (a gradient step's activations, or the value pass)."""
+    core = "recurrent_hidden" if config.recurrent != NO_CORE else "network"
+    parts = {"policy_lag": est.lagged_params,
+             core: est.params_optimizer - est.lagged_params + est.core_states,
+             "num_envs": est.rollout_obs + est.trajectory,
+             "num_minibatches": max(est.minibatch, est.value_pass)}
+    total = max(sum(parts.values()), 1)
+    named = [(field, part / total) for field, part in parts.items()
+             if part / total >= SHARE_FLOOR]
+    return sorted(named, key=lambda item: -item[1])
 
 
 def device_message(used: CompiledMemory, capacity: int, device: str, config, *,
-                   state_bytes: int, agents: int, live: int, what: str) -> str:
+                   shares: list[tuple[str, float]], agents: int, live: int, what: str) -> str:
     """The one line that refuses a run whose compiled program (``what``) does not fit
-    (``agents`` agents, ``live`` gradient steps live at once), led by ``blamed_fields``."""
-    field, remedy = blamed_fields(state_bytes, used.total, config)
+    (``agents`` agents, ``live`` gradient steps live at once): led by the field of the
+    largest of ``shares`` (``field_shares``), every named field with its share, the
+    leader's remedy."""
+    field = shares[0][0]
+    named = ", ".join(f"{f} {share:.0%}" for f, share in shares)
     unroll = (f"update_unroll, whose value keeps {live} gradient steps live at once on CPU; "
               "1 keeps one")
     also = [f for f, more in (("num_seeds or the sweep", agents > 1), (unroll, live > 1)) if more]
-    return (f"{field}: {what} needs about {_gib(used.total)} GiB per device (XLA: arguments "
-            f"{_gib(used.arguments)}, temporaries {_gib(used.temporaries)}, outputs "
-            f"{_gib(used.outputs - used.aliased)} beyond the donated arguments) but {device} "
-            f"has {_gib(capacity)} GiB (a run may use {HEADROOM:.0%}); {remedy}"
+    return (f"{field}: {what} needs about {_size(used.total)} per device (XLA: arguments "
+            f"{_size(used.arguments)}, temporaries {_size(used.temporaries)}, outputs "
+            f"{_size(used.outputs - used.aliased)} beyond the donated arguments) but {device} "
+            f"has {_size(capacity)} (a run may use {HEADROOM:.0%}); by share of the plan's "
+            f"estimate: {named}; {REMEDIES[field](config)}"
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
@@ -133,8 +160,8 @@ def cpu_atari_hint(env_id: str, platform: str) -> str:
 def host_message(need: int, available: int, host: HostMemory) -> str:
     """The one line that refuses a run whose host buffers (``host``, the mode's) do not
     fit."""
-    return (f"num_envs: {host.what} need about {_gib(need)} GiB of host memory "
-            f"({host.detail}) but the host has {_gib(available)} GiB available (a run may use "
+    return (f"num_envs: {host.what} need about {_size(need)} of host memory "
+            f"({host.detail}) but the host has {_size(available)} available (a run may use "
             f"{HEADROOM:.0%}); lower {host.fields}")
 
 
@@ -143,12 +170,13 @@ OVERRIDE = "; memory_check=False runs it anyway"
 
 
 def compiled_refusal(config, compiled, spec: EnvSpec, mode: ModeChecks, num_shards: int,
-                     num_processes: int, what: str, unroll: int) -> str | None:
+                     num_processes: int, what: str, hparams: HParams) -> str | None:
     """The line that refuses a run whose compiled program ``compiled`` (``what``, e.g.
     "the update call") holds more than ``HEADROOM`` of the device's ``capacity`` by XLA's
     own figure (``CompiledMemory``); None where it fits, or where XLA gives no figure.
-    ``unroll``: the program's resolved ``update_unroll``. The line names the fields that
-    make the agents where one agent would fit, else ``blamed_fields``'s."""
+    ``hparams``: the program's, with ``update_unroll`` and ``microbatches`` resolved. The
+    line names the fields that make the agents where one agent would fit, else every field
+    behind a real share of the plan's estimate, largest first (``field_shares``)."""
     used = CompiledMemory.of(compiled)
     if used is None:
         return None
@@ -159,13 +187,12 @@ def compiled_refusal(config, compiled, spec: EnvSpec, mode: ModeChecks, num_shar
     if agents > 1 and used.total // agents <= HEADROOM * cap:  # one agent would fit
         return agents_message(used.total, cap, device, agents, agent_fields(config),
                               f"XLA's figure for {what}") + OVERRIDE
-    sizes = memory.network_sizes(NetworkChoice.of(config), spec, config.optimizer,
-                          config.max_grad_norm > 0)
-    b = derive(config, num_shards).envs_per_shard
-    state = agents * (sizes.params + sizes.opt_state + 2 * b * sizes.core_per_env)
     platform = jax.local_devices()[0].platform
-    return (device_message(used, cap, device, config, state_bytes=state, agents=agents,
-                           live=memory.live_steps(config, platform, unroll), what=what)
+    unroll, micro = hparams.update_unroll, hparams.microbatches
+    est = memory.estimate(config, spec, mode, num_shards, num_processes, platform, unroll, micro)
+    return (device_message(used, cap, device, config, shares=field_shares(est, config),
+                           agents=agents, live=memory.live_steps(config, platform, unroll),
+                           what=what)
             + cpu_atari_hint(config.env_id, platform) + OVERRIDE)
 
 

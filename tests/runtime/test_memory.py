@@ -96,7 +96,7 @@ def test_oversized_atari_refused_by_prepare_quickly():
     c.num_envs, c.num_steps = 65536, 128
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"^num_envs: the actors' rollouts need about [\d.]+ "
-                       r"GiB of host memory \(.*\) but the host has [\d.]+ GiB available .*"
+                       r"[KMG]iB of host memory \(.*\) but the host has [\d.]+ [KMG]iB available .*"
                        r"lower num_envs, num_steps, num_actor_threads or policy_lag; "
                        r"memory_check=False runs it anyway$"):
         sebulba_train.prepare(c)

@@ -50,15 +50,22 @@ def test_fits_by_xla_where_the_hand_model_refused(tmp_path):
     assert rows and rows[-1]["update"] == 2
 
 
-def test_refused_by_xla_naming_num_envs_and_the_override(tmp_path, capsys):
+SIZE = r"[\d.]+ [KMG]iB"
+
+
+def test_refused_by_xla_naming_the_fields_by_share_and_the_override(tmp_path, capsys):
+    """The demo's MLP at 64 envs: a gradient step's activations are most of the estimate,
+    the network's params and optimizer state the rest; the line names both, largest first,
+    and leads with the first."""
     c = small_cartpole()
     used, _ = figures(c)
     c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB  # half of what it needs
-    with pytest.raises(ConfigError, match=r"^num_envs: the update call needs about [\d.]+ GiB "
-                       r"per device \(XLA: arguments [\d.]+, temporaries [\d.]+, outputs "
-                       r"[\d.]+ beyond the donated arguments\) but cpu:0 \(device_memory_gib\)"
-                       r" has [\d.]+ GiB \(a run may use 80%\); lower num_envs or num_steps, "
-                       r".*; memory_check=False runs it anyway$"):
+    with pytest.raises(ConfigError, match=(
+            rf"^num_minibatches: the update call needs about {SIZE} per device \(XLA: arguments "
+            rf"{SIZE}, temporaries {SIZE}, outputs {SIZE} beyond the donated arguments\) but "
+            rf"cpu:0 \(device_memory_gib\) has {SIZE} \(a run may use 80%\); by share of the "
+            r"plan's estimate: num_minibatches \d+%, network \d+%; raise num_minibatches or "
+            r"microbatches \(-1: the fewest that fit\); memory_check=False runs it anyway$")):
         anakin_train.train(c, str(tmp_path / "refused"))
     c.memory_check = False
     rows = anakin_train.train(c, str(tmp_path / "anyway"))
@@ -73,9 +80,9 @@ def test_agents_refused_naming_the_sweep_and_num_seeds(tmp_path):
     c.sweep.learning_rate = (1e-4, 3e-4)
     used, _ = figures(c)
     c.device_memory_gib = used.total / 2 / memory.HEADROOM / GIB  # about two of four fit
-    with pytest.raises(ConfigError, match=r"^sweep.learning_rate, num_seeds: 4 agents need "
-                       r"about [\d.]+ GiB per device \(XLA's figure for the update call; "
-                       r"[\d.e-]+ GiB each\) .*at most about [12] agents fit; sweep fewer "
+    with pytest.raises(ConfigError, match=rf"^sweep.learning_rate, num_seeds: 4 agents need "
+                       rf"about {SIZE} per device \(XLA's figure for the update call; "
+                       rf"{SIZE} each\) .*at most about [12] agents fit; sweep fewer "
                        r"values or seeds; memory_check=False runs it anyway$"):
         anakin_train.train(c, str(tmp_path))
 
@@ -87,18 +94,38 @@ def test_big_recurrent_core_refused_naming_recurrent_hidden(tmp_path):
                        num_minibatches=1, total_env_steps=4 * 16)
     used, _ = figures(c)
     c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB
-    with pytest.raises(ConfigError, match=r"^recurrent_hidden: the update call needs .*; "
+    with pytest.raises(ConfigError, match=r"^recurrent_hidden: the update call needs .*; by "
+                       r"share of the plan's estimate: recurrent_hidden \d+%[^;]*; "
                        r"lower recurrent_hidden \(1024 units; the core's params grow with "
                        r"its square\); memory_check=False runs it anyway$"):
         anakin_train.train(c, str(tmp_path))
+
+
+def test_lagged_params_named_with_their_share(tmp_path):
+    """At policy lag 4 a GRU's params are kept four more times: the line names policy_lag
+    with its share, next to recurrent_hidden, largest first (the shares add up)."""
+    c = small_cartpole(num_envs=4, recurrent="gru", recurrent_hidden=512, policy_lag=4,
+                       num_minibatches=1, total_env_steps=4 * 16)
+    used, est = figures(c)
+    assert est.lagged_params > 0
+    c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB
+    with pytest.raises(ConfigError) as refused:
+        anakin_train.train(c, str(tmp_path))
+    shares = re.search(r"by share of the plan's estimate: ([^;]+);", str(refused.value)).group(1)
+    named = [(f, int(s)) for f, s in re.findall(r"(\w+) (\d+)%", shares)]
+    assert [f for f, _ in named][:2] in (["policy_lag", "recurrent_hidden"],
+                                         ["recurrent_hidden", "policy_lag"]), shares
+    assert [s for _, s in named] == sorted((s for _, s in named), reverse=True)
+    assert all(s >= 10 for _, s in named) and sum(s for _, s in named) <= 101
+    assert str(refused.value).startswith(named[0][0] + ": ")
 
 
 def test_sebulba_learner_refused_before_its_first_update(tmp_path):
     c = cartpole_ppo_sebulba.get_config()
     c.total_env_steps = 4 * c.num_envs * c.num_steps
     c.device_memory_gib = 1e-6  # about 1 KiB
-    with pytest.raises(ConfigError, match=r"^num_envs: the learner update needs about .* "
-                       r"memory_check=False runs it anyway$"):
+    with pytest.raises(ConfigError, match=r"^num_minibatches: the learner update needs about "
+                       r".* memory_check=False runs it anyway$"):
         sebulba_train.train(c, str(tmp_path))
     assert not (tmp_path / "checkpoints").exists() or not list((tmp_path / "checkpoints")
                                                                 .iterdir())
@@ -109,6 +136,6 @@ def test_command_refusal_is_one_line_and_exit_2(tmp_path):
                                      f"--workdir={tmp_path}", "--config.device_memory_gib=1e-6"])
     assert proc.returncode == 2, proc.stderr
     lines = config_error_lines(proc.stderr)
-    assert len(lines) == 1 and re.match(r"config error: num_envs: the update call needs "
-                                        r"about", lines[0]), proc.stderr
+    assert len(lines) == 1 and re.match(r"config error: num_minibatches: the update call "
+                                        r"needs about", lines[0]), proc.stderr
     assert "Traceback" not in proc.stderr
