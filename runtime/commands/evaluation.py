@@ -362,7 +362,7 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
         config = load_config(args.workdir, defaults() if defaults else None)
         if num_agents is not None:
             check_agent(args.agent, num_agents(config))
-        apply_xla_cpu_flags(config)  # before JAX starts its backends
+        apply_xla_cpu_flags(config, refuse_cache=False)  # before JAX starts its backends
         evaluation = evaluate(config, args)
         print(report(config, args, evaluation, normalize))
         if args.video:

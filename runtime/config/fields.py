@@ -376,7 +376,9 @@ FIELDS: tuple[Field, ...] = (
           "or evaluation of the same program loads it instead of compiling; empty: "
           "$JAX_COMPILATION_CACHE_DIR where set, else $XDG_CACHE_HOME/podracer-rl/jax "
           "(~/.cache/podracer-rl/jax); `off`: no cache. Trimmed to 2 GiB at each start (least "
-          "recently used first); changes no result.", Text(), resumable=True),
+          "recently used first); changes no result. A directory that cannot be used is "
+          "refused where this field names it; else one line says so and the run goes on "
+          "without a cache.", Text(), resumable=True),
     ),
     *_group(
         "Memory (docs/design.md, \"Memory plan\")",

@@ -11,14 +11,18 @@ import re
 from absl import flags
 from ml_collections import config_flags
 
+from rlcore.errors import ConfigError
 from runtime.config.fields import RENAMED, renamed
 
 
 def config_problem(e: Exception, argv) -> str:
-    """The one ``config error:`` line of a failed parse (any failure is a bad config)."""
+    """The one ``config error:`` line of a failed parse (any failure is a bad config; a
+    ``ConfigError`` of the command's own checks names its field already)."""
     problem = config_file_problem(_config_argument(argv))
     if problem is not None:
         return f"config error: --config: {problem}"
+    if isinstance(e, ConfigError):
+        return f"config error: {e}"
     if isinstance(e, (AttributeError, KeyError)):  # ml_collections: an unknown field
         unknown = _unknown_override(argv)
         if unknown is not None:

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+
+from rlcore.errors import ConfigError
+from runtime.config import sweep
+from runtime.process.paths import output_dir_problem
 
 # Config fields that are XLA runtime flags, read when JAX starts its backends: field ->
-from runtime.config import sweep
-
 # (flag, its value for the field's value); a flag already in XLA_FLAGS wins.
 XLA_FLAG_FIELDS = {
     "xla_cpu_multi_thread_eigen": lambda v: f"--xla_cpu_multi_thread_eigen={str(v).lower()}",
@@ -26,12 +29,13 @@ XLA_FLAG_FIELDS = {
 }
 
 
-def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
+def apply_xla_cpu_flags(config, mode: str | None = None, *, refuse_cache: bool = True) -> None:
     """Adds the config's XLA runtime flags (``XLA_FLAG_FIELDS``: the CPU thread pool, GPU
     determinism) to ``XLA_FLAGS`` and its CPU intra-op thread count (``cpu_threads_for``)
     to ``PJRT_NPROC``, both read when JAX starts its backends, so call this first; a flag
     or ``PJRT_NPROC`` already in the environment wins. ``mode``: ``"anakin"``,
-    ``"sebulba"`` or None (evaluation, benchmarks: no automatic thread count)."""
+    ``"sebulba"`` or None (evaluation, benchmarks: no automatic thread count);
+    ``refuse_cache``: see ``usable_cache_dir``."""
     for field, flag_of in XLA_FLAG_FIELDS.items():
         value = config.get(field)
         flag = flag_of(value) if isinstance(value, bool) else None
@@ -41,7 +45,7 @@ def apply_xla_cpu_flags(config, mode: str | None = None) -> None:
     threads = cpu_threads_for(config, mode)
     if threads and THREADS_VARIABLE not in os.environ:
         os.environ[THREADS_VARIABLE] = str(threads)
-    apply_compile_cache(config)
+    apply_compile_cache(config, refuse=refuse_cache)
 
 
 # XLA's CPU client sizes its intra-op thread pool from this variable when it starts (else
@@ -132,16 +136,16 @@ def compile_cache_dir(config) -> str | None:
     return os.path.join(base, "podracer-rl", "jax")
 
 
-def apply_compile_cache(config) -> None:
-    """Turns JAX's persistent compilation cache on at ``compile_cache_dir(config)`` (or off
-    for None), trimmed to ``CACHE_MAX_BYTES``, for programs that compile in at least
+def apply_compile_cache(config, *, refuse: bool = True) -> None:
+    """Turns JAX's persistent compilation cache on at ``usable_cache_dir(config, refuse)``
+    (or off for None), trimmed to ``CACHE_MAX_BYTES``, for programs that compile in at least
     ``CACHE_MIN_COMPILE_S``; call it before the first compile. A cached program is the
     compiled program (its key covers the HLO, the XLA flags and the devices), so the cache
     changes no result. An environment's ``JAX_COMPILATION_CACHE_DIR`` keeps its own
     threshold (the tests' session cache)."""
     import jax
 
-    directory = compile_cache_dir(config)
+    directory = usable_cache_dir(config, refuse)
     if directory is None:
         jax.config.update("jax_enable_compilation_cache", False)
         return
@@ -150,6 +154,35 @@ def apply_compile_cache(config) -> None:
     if directory != os.environ.get(CACHE_VARIABLE):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
     trim_cache(directory, CACHE_MAX_BYTES)
+
+
+def usable_cache_dir(config, refuse: bool = True) -> str | None:
+    """``compile_cache_dir(config)`` where it can be a writable directory (created if
+    missing); else, where the field names it and ``refuse`` (a training command: the
+    user's own config), a refusal; otherwise (the environment's or the default directory,
+    or an evaluation of a run whose saved config names it) one line on stderr and None: the
+    command goes on without a cache, which changes no result.
+
+    Raises:
+      ConfigError: ``compile_cache_dir`` names a directory that cannot be used.
+    """
+    directory = compile_cache_dir(config)
+    if directory is None:
+        return None
+    problem = output_dir_problem(directory)
+    if problem is None:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            problem = f"{directory} cannot be created ({e.strerror})"
+    if problem is None:
+        return directory
+    if refuse and config.get("compile_cache_dir", ""):
+        raise ConfigError(f"compile_cache_dir: {problem}; give a writable directory, or "
+                          f"{CACHE_OFF}")
+    print(f"compile cache: {problem}; running without one (compile_cache_dir names another "
+          f"directory, {CACHE_OFF} turns it off)", file=sys.stderr)
+    return None
 
 
 def trim_cache(directory: str, max_bytes: int) -> list[str]:

@@ -7,7 +7,9 @@ import json
 import os
 
 import ml_collections
+import pytest
 
+from rlcore.errors import ConfigError
 from runtime.config import xla_flags
 from tests.helpers import read_metrics, reproducible_part, run_entry
 
@@ -36,6 +38,41 @@ def test_cache_directory_rules(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert xla_flags.compile_cache_dir(_config("")) == str(tmp_path / ".cache/podracer-rl/jax")
     assert xla_flags.compile_cache_dir(_config("~/c")) == str(tmp_path / "c")
+
+
+def test_unusable_cache_directory(monkeypatch, tmp_path, capsys):
+    """A cache directory that cannot be used: named by the field, a refusal naming it; from
+    the environment or the default, one line and no cache (the run goes on)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match=rf"^compile_cache_dir: {blocker} is a file; give a "
+                       r"writable directory, or off$"):
+        xla_flags.usable_cache_dir(_config(str(blocker)))
+    with pytest.raises(ConfigError, match=rf"^compile_cache_dir: {blocker / 'jax'} cannot be "
+                       rf"a directory: {blocker} is a file;"):
+        xla_flags.usable_cache_dir(_config(str(blocker / "jax")))
+    said = (f"compile cache: {blocker} is a file; running without one "
+            "(compile_cache_dir names another directory, off turns it off)")
+    # An evaluation of a run whose saved config names it: said, not refused.
+    assert xla_flags.usable_cache_dir(_config(str(blocker)), refuse=False) is None
+    assert capsys.readouterr().err.splitlines() == [said]
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(blocker))
+    assert xla_flags.usable_cache_dir(_config("")) is None
+    assert capsys.readouterr().err.splitlines() == [said]
+    fresh = tmp_path / "new" / "cache"  # a directory that can be made is made
+    assert xla_flags.usable_cache_dir(_config(str(fresh))) == str(fresh) and fresh.is_dir()
+
+
+def test_unusable_cache_directory_field_is_one_line_and_exit_2(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = run_entry("anakin.main", ["--config=configs/cartpole_ppo.py",
+                                     f"--workdir={tmp_path / 'run'}",
+                                     f"--config.compile_cache_dir={blocker}"])
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"config error: compile_cache_dir: {blocker} is a file; give a writable directory, "
+        "or off"], proc.stderr
 
 
 def test_tests_do_not_use_the_users_cache():
