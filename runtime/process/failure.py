@@ -21,6 +21,8 @@ The file is ``<workdir>/errors.log`` for a trainer's process 0 (``errors-p<k>.lo
 process k), written only when there is something to write; where it cannot be written (a
 full or read-only disk, no workdir, an evaluate command, which never writes in a workdir) a
 file in the system's temporary directory instead, and the summary line names the one used.
+What a run's libraries say before its workdir exists moves into the workdir's file with
+the first write after it does (``Details.write``).
 """
 
 from __future__ import annotations
@@ -77,7 +79,11 @@ class Details:
 
     def write(self, text: str) -> str | None:
         """Appends ``text`` (the first of the file, the fallback file that takes it); returns
-        the path written, or None when neither could be (``text`` went to the console)."""
+        the path written, or None when neither could be (``text`` went to the console).
+
+        While the file's directory does not exist yet (a workdir made later), the fallback
+        takes the text; the first write to the file once it can be written moves what the
+        fallback holds into it, so no file stays in the temporary directory."""
         if not text.endswith("\n"):
             text += "\n"
         with self._lock:
@@ -86,18 +92,30 @@ class Details:
                     continue
                 try:
                     with open(path, "a") as f:
+                        if path == self.path:
+                            self._take_fallback(f)
                         f.write(text)
                 except OSError:
                     with contextlib.suppress(OSError):  # no empty file left behind
                         if os.path.getsize(path) == 0:
                             os.remove(path)
-                    if path == self.path:  # from now on the fallback: one file, not two
-                        self.path = None
+                    if path == self.path and os.path.isdir(os.path.dirname(path) or "."):
+                        self.path = None  # from now on the fallback: one file, not two
                     continue
                 self.used, self.lines = path, self.lines + text.count("\n")
                 return path
             self._console.write(text)
             return None
+
+    def _take_fallback(self, f) -> None:
+        """Appends what this process's fallback file holds to ``f`` (the details file, open)
+        and removes the fallback."""
+        fallback = self.fallback()
+        if not os.path.exists(fallback):
+            return
+        with open(fallback) as earlier:
+            f.write(earlier.read())
+        os.remove(fallback)
 
 
 class _DetailsHandler(logging.Handler):

@@ -77,16 +77,31 @@ def test_long_messages_are_cut_and_newlines_escaped():
     assert line.endswith("traceback above (no file could be written)")
 
 
-def test_details_fall_back_to_the_temporary_directory_and_stay_there(tmp_path):
-    details = failure.Details(str(tmp_path / "missing" / "errors.log"))
+def test_details_written_before_the_workdir_exists_move_into_it(tmp_path):
+    """Library output before the workdir is made goes to the temporary directory, then
+    into the workdir's file with the first write after it exists: one file, none left in
+    the temporary directory."""
+    path = tmp_path / "later" / "errors.log"
+    details = failure.Details(str(path))
     first = details.write("one")
     assert first == details.fallback() and details.used == first
-    os.makedirs(tmp_path / "missing")
-    assert details.write("two") == first  # one file for the run's details, not two
+    os.makedirs(tmp_path / "later")
+    assert details.write("two") == str(path)
+    assert path.read_text() == "one\ntwo\n"
+    assert not os.path.exists(first)
+
+
+def test_details_that_cannot_be_written_stay_in_the_fallback(tmp_path):
+    """A file that cannot be written where its directory exists (here: a directory in the
+    way): the fallback from then on, one file for the run's details, not two."""
+    blocked = tmp_path / "errors.log"
+    os.makedirs(blocked)
+    details = failure.Details(str(blocked))
+    first = details.write("one")
+    assert first == details.fallback() and details.write("two") == first
     with open(first) as f:
         assert f.read() == "one\ntwo\n"
     os.remove(first)
-    assert not (tmp_path / "missing" / "errors.log").exists()
 
 
 def test_close_all_closes_every_one_then_raises_the_first():
