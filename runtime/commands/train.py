@@ -154,6 +154,8 @@ def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
     mode, train = trainer()
     prepare(config, mode)
     check_workdir(workdir)
+    if workdir and (details := failure.captured()) is not None:
+        details.settle()  # what the libraries said before the workdir existed goes into it
     if workdir and not claimed and distributed.is_main_process():
         # One run per workdir, before --fresh moves anything.
         workdir_lock.hold(workdir, workdir_lock.run_tag(config.num_processes,

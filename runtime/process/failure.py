@@ -107,6 +107,20 @@ class Details:
             self._console.write(text)
             return None
 
+    def settle(self) -> None:
+        """Moves what the fallback file took while the file's directory did not exist yet
+        into the file, once it can be written (a command calls it when its workdir
+        exists); nothing where it still cannot."""
+        with self._lock:
+            if self.path is None or not os.path.exists(self.fallback()):
+                return
+            try:
+                with open(self.path, "a") as f:
+                    self._take_fallback(f)
+            except OSError:
+                return
+            self.used = self.path
+
     def _take_fallback(self, f) -> None:
         """Appends what this process's fallback file holds to ``f`` (the details file, open)
         and removes the fallback."""

@@ -89,6 +89,17 @@ def test_details_written_before_the_workdir_exists_move_into_it(tmp_path):
     assert details.write("two") == str(path)
     assert path.read_text() == "one\ntwo\n"
     assert not os.path.exists(first)
+    # With nothing written after the workdir is made, ``settle`` moves it (the training
+    # command calls it once its workdir exists).
+    path = tmp_path / "quiet" / "errors.log"
+    details = failure.Details(str(path))
+    first = details.write("three")
+    details.settle()  # the directory is still missing: nothing moves
+    assert os.path.exists(first) and not path.exists()
+    os.makedirs(tmp_path / "quiet")
+    details.settle()
+    assert path.read_text() == "three\n" and not os.path.exists(first)
+    assert details.used == str(path)
 
 
 def test_details_that_cannot_be_written_stay_in_the_fallback(tmp_path):
