@@ -307,14 +307,20 @@ def update_plan(config, spec: EnvSpec, mode: ModeChecks, num_shards: int,
     return UpdatePlan(unrolls[-1], micros[-1])
 
 
+def memory_limit(config) -> int | None:
+    """The bytes ``device_memory_gib`` lets a device use; None for 0 (the device's own)."""
+    limit = config.get("device_memory_gib", 0) or 0
+    return int(limit * GIB) if limit > 0 else None
+
+
 def plan_capacity(config, platform: str, devices: int) -> int:
-    """The bytes ``update_plan`` fits a plan into: ``device_memory_gib`` where > 0, else
-    the device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total* RAM over the
+    """The bytes ``update_plan`` fits a plan into: ``memory_limit`` where set, else the
+    device's ``bytes_limit`` (GPU/TPU) or, on CPU, the host's *total* RAM over the
     ``devices`` the run uses (total, not available: the plan, and with it the compiled
     program, is the same every time the run starts on one machine)."""
-    limit = config.get("device_memory_gib", 0) or 0
-    if limit > 0:
-        return int(limit * GIB)
+    limit = memory_limit(config)
+    if limit is not None:
+        return limit
     return host_total_bytes() // devices if platform == "cpu" else device_capacity(devices)[0]
 
 

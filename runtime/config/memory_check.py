@@ -73,12 +73,12 @@ class CompiledMemory:
 
 
 def capacity(config, devices_used: int) -> tuple[int, str]:
-    """``(bytes, name)`` a run's device may use: ``device_memory_gib`` where > 0, else
+    """``(bytes, name)`` a run's device may use: ``memory.memory_limit`` where set, else
     ``device_capacity``'s."""
-    limit = config.get("device_memory_gib", 0) or 0
-    if limit > 0:
+    limit = memory.memory_limit(config)
+    if limit is not None:
         device = jax.local_devices()[0]
-        return int(limit * GIB), f"{device.platform}:{device.id} (device_memory_gib)"
+        return limit, f"{device.platform}:{device.id} (device_memory_gib)"
     return memory.device_capacity(devices_used)
 
 
