@@ -189,8 +189,12 @@ def load_config(workdir: str,
     if not isinstance(saved, dict):
         raise EvalError(f"--workdir: {path} holds a {type(saved).__name__}, not a run's "
                         "config (a JSON object)")
-    from runtime.config.fields import upgrade_saved  # a former field name read as its new one
+    from runtime.config.saved import check_version, upgrade_saved  # an older run's fields
 
+    try:
+        check_version(saved, path)
+    except ConfigError as e:
+        raise EvalError(f"--workdir: {e}") from None
     base = defaults.to_dict() if defaults is not None else {}
     return ml_collections.ConfigDict(_merge(base, upgrade_saved(saved)))
 
@@ -223,7 +227,7 @@ def restore_latest(workdir: str, like, mode: str):
         state of this mode and config, e.g. a run of the other architecture), in one line
         naming its path.
     """
-    from runtime.run.checkpoint import Checkpointer, DamagedCheckpoint
+    from runtime.run.checkpoint import Checkpointer, DamagedCheckpoint, IncompatibleCheckpoint
 
     ckpt = _vanishing_steps_retried(lambda: Checkpointer(workdir))
     try:
@@ -233,6 +237,10 @@ def restore_latest(workdir: str, like, mode: str):
         for _ in range(LIVE_RETRIES):
             try:
                 return ckpt.restore_checked(like, step), step
+            except IncompatibleCheckpoint as e:
+                raise EvalError(f"--workdir: checkpoint {e.path} is not a {mode} train state "
+                                f"of this config ({e.reason}; trained by the other "
+                                "architecture, or by a version this one cannot read?)") from None
             except DamagedCheckpoint as e:
                 # A run training in ``workdir`` may have deleted this step (max_to_keep)
                 # while it was read: then the newest finished one is read instead.

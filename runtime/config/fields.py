@@ -459,32 +459,13 @@ ONE_DEVICE = {f.name: f.one_device for f in FIELDS if f.one_device is not None}
 
 # Former names of fields: a config or a command line that sets one is refused in one line
 # naming the new name (``renamed``); a saved run's config.json is read under the new names
-# (``upgrade_saved``), so an older run still resumes and evaluates.
+# (``runtime.config.saved``), so an older run still resumes and evaluates.
 RENAMED = {"minibatch": "minibatch_kind"}
-
-
-# Fields added after runs were first saved, with the value an older run's config.json
-# (which lacks them) ran at: ``upgrade_saved`` fills them in, so an older run still resumes.
-ADDED = {"policy_lag": -1, "memory_check": True, "device_memory_gib": 0.0}
 
 
 def renamed(name: str) -> str:
     """The refusal of the former field name ``name`` (after ``field: `` in a config error)."""
     return f"renamed to {RENAMED[name]}"
-
-
-def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's saved config (config.json's top-level object) under the current field names:
-    a former name's value moves to its new name (where that is not saved too), and a field
-    added since takes the value the run ran at (``ADDED``)."""
-    out = dict(saved)
-    for old, new in RENAMED.items():
-        if old in out:
-            value = out.pop(old)
-            out.setdefault(new, value)
-    for name, value in ADDED.items():
-        out.setdefault(name, value)
-    return out
 
 
 def default_config(**given) -> ml_collections.ConfigDict:

@@ -30,9 +30,12 @@ from runtime.config.fields import hparams_of
 
 def sweep_fields(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The ``sweep`` sub-config of ``config``: an empty tuple per scalar number field."""
-    return ml_collections.ConfigDict({
-        k: () for k, v in config.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return ml_collections.ConfigDict({k: () for k, v in config.items() if is_number(v)})
+
+
+def is_number(value: Any) -> bool:
+    """Whether a field of this value is a number field (one key of ``sweep``)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def swept(config) -> dict[str, tuple]:

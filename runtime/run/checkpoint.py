@@ -29,6 +29,7 @@ import orbax.checkpoint as ocp
 
 from runtime import distributed
 from runtime.run import files as run_files
+from runtime.run import older_state
 from runtime.run.lines import damaged_line
 
 REASON_CHARS = 200
@@ -36,6 +37,17 @@ REASON_CHARS = 200
 
 class CheckpointError(RuntimeError):
     """A run cannot resume from its checkpoints; the message is one line naming the path."""
+
+
+class IncompatibleCheckpoint(CheckpointError):
+    """Checkpoint ``step`` at ``path`` is readable but holds a train state this version
+    cannot continue, for ``reason`` (``runtime.run.older_state``): never moved aside."""
+
+    def __init__(self, step: int, path: str, reason: str):
+        super().__init__(
+            f"{path} holds a train state this version cannot continue ({reason}); continue "
+            "or evaluate it with the version that wrote it, or pass --fresh to start over")
+        self.step, self.path, self.reason = step, path, reason
 
 
 class DamagedCheckpoint(CheckpointError):
@@ -150,21 +162,38 @@ class Checkpointer:
 
     def restore(self, like, step: int | None = None):
         """Restores checkpoint ``step`` (default latest) into the structure and shardings of
-        ``like``."""
+        ``like``, a fresh train state; a checkpoint of an earlier version's structure by
+        ``runtime.run.older_state``'s rule (parts it lacks keep ``like``'s values).
+
+        Raises:
+          older_state.StateMismatch: it holds an array that ``like`` has no place for.
+        """
         step = self.latest_step() if step is None else step
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
-        return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        saved = older_state.saved_structure(self.step_path(step))
+        changed = older_state.difference(like, saved)
+
+        def restore(item):
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, item)
+            return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+
+        if not (changed.added or changed.dropped):
+            return restore(like)
+        return older_state.restore_older(restore, like, saved)
 
     def restore_checked(self, like, step: int):
         """``restore(like, step)``, with any failure to read it as one line.
 
         Raises:
           DamagedCheckpoint: the checkpoint did not restore (files truncated, overwritten or
-            missing, or not ``like``'s structure).
+            missing).
+          IncompatibleCheckpoint: it is readable but not a state ``like``'s version can
+            continue (another architecture's, or one that ``older_state`` cannot upgrade).
         """
         _drop_closed_loop_errors()
         try:
             return self.restore(like, step)
+        except older_state.StateMismatch as e:
+            raise IncompatibleCheckpoint(step, self.step_path(step), str(e)) from None
         except Exception as e:  # noqa: BLE001 - tensorstore/orbax raise many types
             path = self.step_path(step)
             raise DamagedCheckpoint(step, path, short_reason(e, path)) from e

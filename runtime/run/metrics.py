@@ -33,6 +33,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
 from runtime.config.fields import SWEEPABLE
+from runtime.config.saved import with_version
 from runtime.process import failure
 from runtime.run import files as run_files
 from runtime.run.console import clock
@@ -351,7 +352,9 @@ def wandb_runs(wandb_lib, settings: dict, workdir, agents: list[dict]) -> dict:
 
 
 def write_config(workdir: str, config) -> None:
-    """Writes ``config.json`` into the run directory."""
+    """Writes ``config.json`` into the run directory: the config with the format version
+    it is written under (``runtime.config.saved``)."""
     os.makedirs(workdir, exist_ok=True)
-    with open(run_files.config_path(workdir), "w") as f:
-        f.write(config.to_json_best_effort(indent=2, sort_keys=True))
+    saved = with_version(json.loads(config.to_json_best_effort()))
+    run_files.write_atomically(run_files.config_path(workdir),
+                               json.dumps(saved, indent=2, sort_keys=True))

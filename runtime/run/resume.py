@@ -14,7 +14,8 @@ import json
 import os
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import RESUMABLE_CHANGES, upgrade_saved  # fields a resume may change
+from runtime.config.fields import RESUMABLE_CHANGES  # fields a resume may change
+from runtime.config.saved import check_version, upgrade_saved
 from runtime.config.validation import derive
 from runtime.run import files as run_files
 
@@ -43,13 +44,15 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
     Raises:
       ConfigError: a field changed that changes the data or the math, or the budget
         ends before the newest checkpoint; the line names the field, ``--fresh`` and a
-        new ``--workdir``.
+        new ``--workdir``. Or ``config.json`` was written by a newer version.
     """
     path = run_files.config_path(workdir)
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        saved = upgrade_saved(json.load(f))  # an older run's former field names
+        saved = json.load(f)
+    check_version(saved, path)
+    saved = upgrade_saved(saved)  # an older run's config under today's fields
     now = json.loads(config.to_json_best_effort())
     changed = sorted(k for k in set(saved) | set(now)
                      if k not in RESUMABLE_CHANGES | {"total_env_steps"}

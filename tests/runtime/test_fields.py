@@ -127,9 +127,10 @@ def test_a_saved_config_is_read_under_the_current_names(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(saved))
     config = load_config(str(tmp_path), base.get_config())
     assert config.minibatch_kind == "sequences" and "minibatch" not in config
-    assert fields.upgrade_saved({"minibatch": "auto", "seed": 1}) == {
-        "minibatch_kind": "auto", "seed": 1, "policy_lag": -1, "memory_check": True,
-        "device_memory_gib": 0.0}
+    from runtime.config.saved import FORMAT_VERSION, upgrade_saved
+
+    assert upgrade_saved({"minibatch": "auto", "seed": 1, "format_version": FORMAT_VERSION}) == {
+        "minibatch_kind": "auto", "seed": 1}
 
 
 def test_a_run_saved_before_policy_lag_resumes_at_its_lag(tmp_path):

@@ -16,6 +16,7 @@ import pytest
 from configs import base
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
+from runtime.config.saved import FORMAT_VERSION
 from runtime.run.directory import RunDir
 from runtime.run.resume import RunComplete
 from tests.helpers import is_clock_key
@@ -340,7 +341,8 @@ def test_close_leaves_metrics_and_config(tmp_path):
         rundir.close()
     assert _lines(tmp_path) == history and len(history) == 2
     with open(tmp_path / "config.json") as f:
-        assert json.load(f) == json.loads(config.to_json_best_effort())
+        assert json.load(f) == {**json.loads(config.to_json_best_effort()),
+                                "format_version": FORMAT_VERSION}
     assert (tmp_path / "checkpoints" / "4").is_dir()
 
 

@@ -1,0 +1,135 @@
+"""Runs written by earlier versions resume, extend and evaluate with today's code, as the
+code that wrote them would have (docs/design.md, "Runs outlive upgrades").
+
+The run directories and what their own code did next are tests/fixtures/old_runs
+(tests/old_runs.py made them from checkouts of the commits in ``COMMITS``): today's code
+continues copies of them and must log the same ``metrics.jsonl`` rows (clock keys aside) and
+score the same evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests import old_runs
+from tests.helpers import REPO, read_metrics, reproducible_part
+
+CASES = [pytest.param(commit, spec, id=f"{commit}-{spec.mode}")
+         for commit in old_runs.COMMITS for spec in old_runs.SPECS]
+
+
+def _fixture(commit: str, spec: old_runs.Spec) -> tuple[str, dict]:
+    run_dir = os.path.join(old_runs.FIXTURES, commit, spec.mode)
+    with open(f"{run_dir}.expected.json") as f:
+        return run_dir, json.load(f)
+
+
+@pytest.mark.optimized
+@pytest.mark.parametrize("commit,spec", CASES)
+def test_an_old_run_continues_as_its_own_code_did(commit, spec, tmp_path):
+    """Extended past its end, resumed from an older checkpoint, evaluated: each equals what
+    the commit's code did with the same directory."""
+    run_dir, expected = _fixture(commit, spec)
+    now = old_runs.continued(REPO, spec, run_dir, str(tmp_path))
+    assert now["extended"] == expected["extended"]
+    assert now["resumed"] == expected["resumed"]
+    assert now["evaluate"] == expected["evaluate"]
+
+
+def test_a_run_records_its_format_version(tmp_path):
+    """config.json says which version of the rule wrote it; reading drops the key."""
+    from configs import base
+    from runtime.config import saved
+    from runtime.run.metrics import write_config
+
+    write_config(str(tmp_path), base.get_config())
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written[saved.VERSION_KEY] == saved.FORMAT_VERSION
+    assert saved.VERSION_KEY not in saved.upgrade_saved(written)
+    assert saved.upgrade_saved(written) == json.loads(base.get_config().to_json())
+
+
+def test_a_version_one_config_reads_the_added_fields_as_the_old_code_ran():
+    """A file without ``format_version`` lacks the added fields (and their sweep keys): they
+    read as the values that reproduce the older code; a file of today's version is taken as
+    it is."""
+    from runtime.config import saved
+
+    upgraded = saved.upgrade_saved({"seed": 1, "sweep": {"seed": []}})
+    assert upgraded == {"seed": 1, **{k: a.value for k, a in saved.ADDED.items()},
+                        "sweep": {"seed": [], "policy_lag": [], "decoupled_max_weight": [],
+                                  "filter_threshold": [], "device_memory_gib": []}}
+    current = {"seed": 1, saved.VERSION_KEY: saved.FORMAT_VERSION}
+    assert saved.upgrade_saved(current) == {"seed": 1}
+
+
+def _newer(run_dir: str, tmp_path) -> str:
+    workdir = old_runs.copy_run(run_dir, str(tmp_path / "run"))
+    path = os.path.join(workdir, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["format_version"] = 99
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return workdir
+
+
+def test_a_run_from_a_newer_version_is_refused_in_one_line(tmp_path):
+    """Train and evaluate both say in one line (exit 2) that a newer version wrote it."""
+    spec = old_runs.SPECS[0]
+    run_dir, _ = _fixture(old_runs.COMMITS[-1], spec)
+    workdir = _newer(run_dir, tmp_path)
+    for module, args in ((f"{spec.mode}.main", spec.train_args(workdir, spec.extended_steps)),
+                         (f"{spec.mode}.evaluate", [f"--workdir={workdir}"])):
+        proc = old_runs.run(REPO, module, args)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "format_version" in lines[0] and "run format 99" in lines[0]
+    assert reproducible_part(read_metrics(workdir)) == reproducible_part(
+        read_metrics(run_dir))  # nothing written
+
+
+# ----------------------------------------------------------------------------- the train state
+
+
+def _saved(tmp_path, state) -> "Checkpointer":  # noqa: F821 - imported inside
+    from runtime.run.checkpoint import Checkpointer
+
+    ckpt = Checkpointer(str(tmp_path))
+    ckpt.save(1, state)
+    return ckpt
+
+
+def test_a_part_an_older_checkpoint_lacks_takes_its_initial_value(tmp_path):
+    """Saved without ``ring`` and with an empty ``old`` part: ``w`` restores, ``ring`` keeps
+    the fresh state's value, ``old`` is dropped."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    ckpt = _saved(tmp_path, {"w": jnp.arange(3.0), "old": None})
+    fresh = {"w": jnp.zeros(3), "ring": jnp.full((2, 3), 7.0), "empty": None}
+    state = ckpt.restore_checked(fresh, 1)
+    assert set(state) == {"w", "ring", "empty"} and state["empty"] is None
+    np.testing.assert_array_equal(state["w"], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(state["ring"], np.full((2, 3), 7.0))
+
+
+@pytest.mark.parametrize("fresh,reason", [
+    ({"w": "zeros3"}, "it holds extra, which this version's train state has no place for"),
+    ({"w": "zeros4", "extra": "zeros3"}, "its w is [3], this version's [4]"),
+])
+def test_a_checkpoint_this_version_cannot_continue_is_said_so_and_kept(tmp_path, fresh, reason):
+    """Not "damaged", not moved aside: one line naming the part and what to do."""
+    import jax.numpy as jnp
+
+    from runtime.run.checkpoint import IncompatibleCheckpoint, restore_newest_good
+
+    ckpt = _saved(tmp_path, {"w": jnp.arange(3.0), "extra": jnp.ones(3)})
+    like = {k: jnp.zeros(int(v[-1])) for k, v in fresh.items()}
+    with pytest.raises(IncompatibleCheckpoint) as e:
+        restore_newest_good(ckpt, like, [1], main=True)
+    assert reason in str(e.value) and "--fresh" in str(e.value) and "\n" not in str(e.value)
+    assert ckpt.steps() == [1]
