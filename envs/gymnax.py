@@ -63,11 +63,20 @@ from gymnax.environments import environment as _gymnax_environment  # noqa: E402
 from gymnax.environments import spaces as _gymnax_spaces  # noqa: E402
 
 
+def is_gymnax_env(obj: Any) -> bool:
+    """Whether ``obj`` is a gymnax ``Environment`` or a subclass of it."""
+    kind = obj if isinstance(obj, type) else type(obj)
+    return issubclass(kind, _gymnax_environment.Environment)
+
+
 class GymnaxEnv(AutoResetJaxEnv):
     """One gymnax env behind the JaxEnv protocol (pure, jittable; ``vmap`` for a batch).
 
     Args:
-      env_id: an id of ``gymnax.registered_envs``, e.g. ``"CartPole-v1"``.
+      env_id: an id of ``gymnax.registered_envs``, e.g. ``"CartPole-v1"``; with ``env``,
+        the name it goes by (an import path, ``envs.imported``).
+      env: ``(environment, params)`` of a gymnax env from elsewhere (None: ``env_id``'s
+        from ``gymnax.make``).
       **param_overrides: fields of the env's ``EnvParams`` to replace, e.g.
         ``max_steps_in_episode=10``.
 
@@ -77,12 +86,12 @@ class GymnaxEnv(AutoResetJaxEnv):
         bounds (a box).
     """
 
-    def __init__(self, env_id: str, **param_overrides: Any):
+    def __init__(self, env_id: str, env: tuple[Any, Any] | None = None, **param_overrides: Any):
         if not hasattr(_gymnax_environment.Environment, "is_truncated"):
             raise ImportError(
                 "envs.gymnax needs gymnax >= 1.0 (step_env without the time limit in done)"
             )
-        env, params = _gymnax.make(env_id)
+        env, params = _gymnax.make(env_id) if env is None else env
         if param_overrides:
             unknown = sorted(set(param_overrides) - {f.name for f in dataclasses.fields(params)})
             if unknown:

@@ -25,6 +25,9 @@ An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is t
     CartPole), else own or gymnax (``Breakout-MinAtar``, ``Catch-own``), served on a host
     CPU device through ``envs.jax_host.JaxHostEnv``. Where EnvPool is not installed every
     bare id resolves as in Anakin.
+- ``PACKAGE.MODULE:NAME`` (a prefix that is no library's): an env of the user's own package,
+  imported and checked when the id is checked (``envs.imported``); jittable, so it runs in
+  both modes (in Sebulba on a host CPU device, as a gymnax env).
 
 An id that resolves nowhere raises ``rlcore.errors.ConfigError`` listing close matches over
 every spelling the mode accepts, bare and prefixed. The env libraries are imported on first
@@ -42,10 +45,12 @@ from typing import Any, NamedTuple
 
 from envs.base import HostEnv, JaxEnv
 from rlcore.errors import ConfigError
+from rlcore.imports import is_import_path
 from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
 GYMNAX, OWN, BRAX, ENVPOOL = "gymnax", "own", "brax", "envpool"
+IMPORTED = "import"  # an env of the user's own package: ``PACKAGE.MODULE:NAME``
 CRAFTAX, XMINIGRID, JUMANJI, PLAYGROUND = "craftax", "xminigrid", "jumanji", "playground"
 # The suites that install as an optional extra of the same name (``pip install -e
 # '.[craftax]'``): library -> (the module that is there once it is installed, the adapter
@@ -56,13 +61,13 @@ SUITES = {CRAFTAX: ("craftax", "envs.craftax", "CraftaxEnv", "CRAFTAX_IDS"),
           PLAYGROUND: ("mujoco_playground", "envs.playground", "PlaygroundEnv",
                        "PLAYGROUND_IDS")}
 LIBRARIES = (GYMNAX, OWN, BRAX, ENVPOOL, *SUITES)
-JITTABLE = (GYMNAX, OWN, BRAX, *SUITES)
+JITTABLE = (GYMNAX, OWN, BRAX, *SUITES, IMPORTED)
 OWN_SUFFIX = "-own"  # bare id of own env NAME: NAME-own
 # The time-limit argument of each env library (the evaluate commands' ``--max_episode_steps``).
 TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
                     BRAX: "episode_length", ENVPOOL: "max_episode_steps",
                     CRAFTAX: "max_timesteps", XMINIGRID: "max_steps", JUMANJI: "time_limit",
-                    PLAYGROUND: "episode_length"}
+                    PLAYGROUND: "episode_length", IMPORTED: "max_steps_in_episode"}
 # The libraries whose host envs render RGB frames themselves, and the option that asks them to.
 RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 
@@ -107,6 +112,8 @@ def library_ids(library: str) -> tuple[str, ...]:
         return tuple(jax_gymnax_ids())
     if library == OWN:
         return tuple(OWN_ENVS)
+    if library == IMPORTED:  # any import path: none to list
+        return ()
     if library == BRAX:
         from envs.brax import BRAX_IDS
 
@@ -154,13 +161,14 @@ def _bare(env_id: str, mode: str) -> Resolved | None:
 
 
 def _parse(env_id: str, mode: str) -> Resolved | None:
-    """Where ``env_id`` leads in ``mode``, refused or not (None: unknown)."""
+    """Where ``env_id`` leads in ``mode``, refused or not (None: unknown). A prefix that is
+    no library's and an id of the form ``PACKAGE.MODULE:NAME`` is an import path."""
     prefix, name = split_prefix(env_id)
     if prefix is None:
         return _bare(env_id, mode)
-    if prefix in LIBRARIES and name in library_ids(prefix):
-        return Resolved(prefix, name)
-    return None
+    if prefix in LIBRARIES:
+        return Resolved(prefix, name) if name in library_ids(prefix) else None
+    return Resolved(IMPORTED, env_id) if is_import_path(env_id) else None
 
 
 def resolve(env_id: str, mode: str) -> Resolved:
@@ -249,15 +257,22 @@ def _check_is_id(env_id) -> None:
 
 
 def check_jax_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless Anakin runs ``env_id``."""
+    """Raises ConfigError (with close matches) unless Anakin runs ``env_id``; an import
+    path is imported and its env checked (``envs.imported``)."""
     _check_is_id(env_id)
-    resolve(env_id, ANAKIN)
+    _check_imported(*resolve(env_id, ANAKIN))
 
 
 def check_host_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless Sebulba runs ``env_id``."""
+    """Raises ConfigError (with close matches) unless Sebulba runs ``env_id``; an import
+    path is imported and its env checked."""
     _check_is_id(env_id)
-    resolve(env_id, SEBULBA)
+    _check_imported(*resolve(env_id, SEBULBA))
+
+
+def _check_imported(library: str, name: str) -> None:
+    if library == IMPORTED:
+        _make_jittable(library, name)
 
 
 def jax_env_spec(env_id: str) -> EnvSpec:
@@ -281,6 +296,10 @@ def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
     """The jittable env ``name`` of ``library`` (``gymnax``, ``own`` or ``brax``)."""
     if library == OWN:
         return OWN_ENVS[name](**overrides)
+    if library == IMPORTED:
+        from envs.imported import make_imported_env
+
+        return make_imported_env(name, **overrides)
     if library == BRAX:
         from envs.brax import BraxEnv
 

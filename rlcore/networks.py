@@ -21,6 +21,10 @@ function, computed by XLA's convolution or (``conv_form="gemm"``) as one GEMM ov
 ``value`` ``[N]``. The policy head is one dense layer ``policy`` (A logits, or the D means of
 a Gaussian, whose state-independent log-std is the network's parameter ``log_std [D]``).
 
+Your own torso (``network=PACKAGE.MODULE:NAME``, docs/extending.md, "Your own network"): a
+flax module ``obs [N, *obs_shape] -> features [N, D]``; ``TorsoActorCritic`` gives it the
+same policy and value heads, and a recurrent agent takes it as its torso.
+
 Recurrent agents (``make_network(..., recurrent="lstm" | "gru")``): any of these torsos
 (without its heads), then an LSTM or GRU cell (flax's ``OptimizedLSTMCell`` / ``GRUCell``),
 then the policy and value heads: ``RecurrentActorCritic``, a sequence in and a sequence out,
@@ -33,6 +37,7 @@ call any network, feed-forward or recurrent: a None core state means feed-forwar
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, ClassVar, Sequence
 
 import flax.linen as nn
@@ -41,6 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlcore.distributions import Categorical, Distribution, distribution_for
+from rlcore.errors import ConfigError
+from rlcore.imports import load_object, one_line
 from rlcore.types import ApplyFn, Array, CoreState, EnvSpec, Network, Params, PRNGKey
 
 
@@ -334,18 +341,100 @@ def _split_rows(tree: Any, t: int, n: int) -> Any:
     return jax.tree.map(lambda x: x.reshape((t, n) + x.shape[1:]), tree)
 
 
+class TorsoActorCritic(nn.Module):
+    """A torso of the user's with the policy and value heads: ``obs [N, ...] -> (dist [N],
+    value [N])``.
+
+    Attributes:
+      torso: ``obs [N, *obs_shape] -> features [N, D]`` float.
+      num_actions: A (or D).
+      distribution: the head's class of ``rlcore.distributions``.
+    """
+
+    torso: nn.Module
+    num_actions: int
+    distribution: Any = Categorical
+
+    @nn.compact
+    def __call__(self, obs: Array) -> tuple[Distribution, Array]:
+        return _Heads(self.num_actions, self.distribution, name="heads")(self.torso(obs))
+
+
+def imported_torso(path: str, spec: EnvSpec) -> nn.Module:
+    """The torso that import path ``path`` names (docs/extending.md, "Your own network"): a
+    flax ``nn.Module`` subclass (built with no arguments), a module object, or a function
+    ``f(spec: EnvSpec) -> nn.Module``.
+
+    Raises:
+      ConfigError: ``rlcore.imports.load_object``'s, or it gives no flax module.
+    """
+    target = load_object(path, "network")
+    if inspect.isclass(target) and issubclass(target, nn.Module):
+        target = _called(path, target)
+    elif callable(target) and not isinstance(target, nn.Module):
+        target = _called(path, target, spec)
+    if not isinstance(target, nn.Module):
+        raise ConfigError(f"network: '{path}' gives an object of type {type(target).__name__}, "
+                          "not a flax module: name an nn.Module class, a module, or a "
+                          "function of the env's spec that returns one")
+    return target
+
+
+def _called(path: str, target: Any, *args: Any) -> Any:
+    try:
+        return target(*args)
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything
+        given = "the env's spec" if args else "no arguments"
+        raise ConfigError(f"network: '{path}' could not be built with {given}: "
+                          f"{type(e).__name__}: {one_line(e)}") from None
+
+
+def check_torso(path: str, spec: EnvSpec) -> None:
+    """Traces the torso of ``path`` on a batch of 2 of ``spec``'s observations
+    (``jax.eval_shape``: nothing runs or compiles): it must give float features ``[2, D]``.
+
+    Raises:
+      ConfigError: ``imported_torso``'s, the trace's own error, or another output.
+    """
+    torso = imported_torso(path, spec)
+    obs = jax.ShapeDtypeStruct((2, *spec.obs_shape), spec.obs_dtype)
+    try:
+        out = jax.eval_shape(lambda o: torso.apply(torso.init(jax.random.key(0), o), o), obs)
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything
+        raise ConfigError(f"network: '{path}' does not trace on observations "
+                          f"{spec.obs_dtype} [N, {', '.join(map(str, spec.obs_shape))}]: "
+                          f"{type(e).__name__}: {one_line(e)}") from None
+    shape = getattr(out, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != 2 or not jnp.issubdtype(
+            out.dtype, jnp.floating):
+        got = f"{out.dtype} {list(shape)}" if shape is not None else type(out).__name__
+        raise ConfigError(f"network: '{path}' gives {got} for 2 observations; a torso gives "
+                          "float features [N, D]")
+
+
+def torso(name: str, spec: EnvSpec) -> nn.Module:
+    """The torso of network ``name``: a key of ``NETWORKS`` (built without heads) or an
+    import path (``imported_torso``)."""
+    if name in NETWORKS:
+        return NETWORKS[name](num_actions=spec.num_actions, heads=False)
+    return imported_torso(name, spec)
+
+
 def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
                  hidden_size: int = 128) -> nn.Module:
-    """Returns the network ``name`` (a key of ``NETWORKS``) for ``spec``'s action space (its
+    """Returns the network ``name`` (a key of ``NETWORKS``, or an import path to a torso of
+    the user's, given the heads by ``TorsoActorCritic``) for ``spec``'s action space (its
     distribution: ``rlcore.distributions.distribution_for``); with ``recurrent`` ``"lstm"``
     or ``"gru"`` that network's torso in a ``RecurrentActorCritic`` whose core has
     ``hidden_size`` units."""
     dist = distribution_for(spec)
-    if recurrent == NO_CORE:
+    if recurrent == NO_CORE and name in NETWORKS:
         return NETWORKS[name](num_actions=spec.num_actions, distribution=dist)
-    return RecurrentActorCritic(torso=NETWORKS[name](num_actions=spec.num_actions, heads=False),
-                                num_actions=spec.num_actions, cell=recurrent,
-                                hidden_size=hidden_size, distribution=dist)
+    if recurrent == NO_CORE:
+        return TorsoActorCritic(torso=imported_torso(name, spec), num_actions=spec.num_actions,
+                                distribution=dist)
+    return RecurrentActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
+                                cell=recurrent, hidden_size=hidden_size, distribution=dist)
 
 
 def initial_core(network: Network, n: int) -> CoreState | None:

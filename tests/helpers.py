@@ -111,12 +111,14 @@ def checkpoint_steps(workdir) -> list[int]:
                   if d.isdigit())
 
 
-def run_entry(module: str, args: list[str], timeout_s: float = 300):
-    """``python -m module *args`` to completion; returns the CompletedProcess (text)."""
+def run_entry(module: str, args: list[str], timeout_s: float = 300, env: dict | None = None):
+    """``python -m module *args`` to completion (``env``: default ``entry_env()``); returns
+    the CompletedProcess (text)."""
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=entry_env(),
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO,
+                          env=entry_env() if env is None else env,
                           capture_output=True, text=True, timeout=timeout_s)
 
 

@@ -7,7 +7,8 @@ Rules (README "Where things are"):
   room (``RUNTIME_ROOMS``: ``process``, ``config``, ``distributed``, ``run``, ``commands``)
   imports only ``rlcore``, itself and the rooms before it, and ``runtime/__init__.py``
   imports nothing (``test_runtime_rooms``);
-- ``envs`` imports only ``rlcore.types`` and ``rlcore.errors`` (and itself);
+- ``envs`` imports only ``rlcore.types``, ``rlcore.errors`` and ``rlcore.imports`` (and
+  itself);
 - ``configs`` is imported only by configs, the entry points (``anakin/main.py``,
   ``sebulba/main.py``, and the evaluate commands ``anakin/evaluate.py``,
   ``sebulba/evaluate.py``, which fill an older run's missing fields from ``configs/base.py``),
@@ -27,6 +28,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# What envs may import of rlcore: the types, the one error, the import-path rule.
+ENVS_MAY_IMPORT = ("rlcore.types", "rlcore.errors", "rlcore.imports")
 OURS = ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs", "benchmarks", "tests")
 ENTRY_POINTS = ("anakin/main.py", "sebulba/main.py", "anakin/evaluate.py", "sebulba/evaluate.py")
 
@@ -75,8 +78,8 @@ def allowed(package: str, module: str) -> bool:
     if package == "runtime":
         return top == "rlcore"
     if package == "envs":
-        return module in ("rlcore", "rlcore.types", "rlcore.errors") or any(
-            module.startswith(m + ".") for m in ("rlcore.types", "rlcore.errors"))
+        return module in ("rlcore", *ENVS_MAY_IMPORT) or any(
+            module.startswith(m + ".") for m in ENVS_MAY_IMPORT)
     if package in ("anakin", "sebulba"):
         return top in ("rlcore", "runtime", "envs")
     if package == "benchmarks":

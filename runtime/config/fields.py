@@ -119,12 +119,15 @@ class Number:
 @dataclasses.dataclass(frozen=True)
 class Choice:
     """One of the keys of ``options`` (a registry, read when checked: a name added to it is
-    a choice)."""
+    a choice); with ``imports``, or an import path ``PACKAGE.MODULE:NAME`` to the user's own
+    (``rlcore.imports``, docs/extending.md)."""
 
     options: Mapping[str, Any] | tuple[str, ...]
+    imports: bool = False
 
     def text(self) -> str:
-        return "one of " + ", ".join(self.options)
+        own = ", or an import path PACKAGE.MODULE:NAME" if self.imports else ""
+        return "one of " + ", ".join(self.options) + own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +240,8 @@ FIELDS: tuple[Field, ...] = (
           "`envpool:<id>`, `own:<name>`).",
           Checked("an env id the mode runs (close matches are suggested)")),
         F("algorithm", "ppo", "The learning algorithm.", Choice(ALGORITHMS)),
-        F("network", "mlp", "The network's torso.", Choice(NETWORKS)),
+        F("network", "mlp", "The network's torso: a built-in one, or your own flax module "
+          "(docs/extending.md).", Choice(NETWORKS, imports=True)),
         F("recurrent", "none", "A recurrent core after the torso, reset to zeros at every "
           "episode's first step (none: feed-forward).", Choice(CORES)),
         F("recurrent_hidden", 128, "Units of the recurrent core.", POSITIVE),

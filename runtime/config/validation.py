@@ -24,7 +24,8 @@ from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
-from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE
+from rlcore.imports import is_import_path
+from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
 from runtime.config.fields import (
@@ -410,8 +411,9 @@ def check_field(config, name: str) -> None:
         number_value(name, value, rule.lo, rule.hi)
         require(not rule.above_zero or value > 0, name, rule.above_zero.format(value=value))
     elif isinstance(rule, Choice):
-        require(isinstance(value, str) and value in rule.options, name,
-                f"must be one of {', '.join(rule.options)}, got {shown(value)}")
+        require(isinstance(value, str) and (value in rule.options
+                                            or (rule.imports and is_import_path(value))),
+                name, f"must be {rule.text()}, got {shown(value)}")
     elif isinstance(rule, Flag):
         require(isinstance(value, bool), name, f"must be true or false, got {shown(value)}")
     elif isinstance(rule, Text):
@@ -442,7 +444,21 @@ def _validate_wandb_installed(config) -> None:
 
 def _validate_network(config, spec: EnvSpec) -> None:
     """Networks get the observations they need: ``obs_ndim`` dims where a network states it,
-    uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout) for the image networks."""
+    uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout) for the image networks; a torso
+    of the user's (an import path) imports and gives features ``[N, D]``
+    (``rlcore.networks.check_torso``)."""
+    if is_import_path(config.network):
+        check_torso(config.network, spec)
+    else:
+        _validate_built_in_network(config, spec)
+    # Normalised observations are float32: an image network's uint8 frames are not.
+    require(not config.normalize_obs or spec.obs_dtype != "uint8", "normalize_obs",
+            f"normalises vector observations; {config.env_id} gives {spec.obs_dtype} frames")
+
+
+def _validate_built_in_network(config, spec: EnvSpec) -> None:
+    """A built-in network's needs: ``obs_ndim`` dims where it states them, uint8 frames for
+    the image networks."""
     ndim = getattr(NETWORKS[config.network], "obs_ndim", None)
     require(ndim is None or len(spec.obs_shape) == ndim, "network",
             f"{config.network} needs {ndim}-d observations; {config.env_id} gives "
@@ -451,9 +467,6 @@ def _validate_network(config, spec: EnvSpec) -> None:
         require(spec.obs_dtype == "uint8" and len(spec.obs_shape) == 3, "network",
                 f"{config.network} needs uint8 [C, H, W] frames; {config.env_id} gives "
                 f"{spec.obs_dtype} {list(spec.obs_shape)} (use mlp)")
-    # Normalised observations are float32: an image network's uint8 frames are not.
-    require(not config.normalize_obs or spec.obs_dtype != "uint8", "normalize_obs",
-            f"normalises vector observations; {config.env_id} gives {spec.obs_dtype} frames")
 
 
 def derive(config: ml_collections.ConfigDict, num_shards: int = 1) -> Derived:

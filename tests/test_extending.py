@@ -1,0 +1,324 @@
+"""The user's own env and network from a package outside the repository, by import path
+(``envs.imported``, ``rlcore.networks.imported_torso``; docs/extending.md).
+
+The package is written to a temporary directory outside the repository; in-process tests put
+it on ``sys.path``, the command-line ones on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from anakin.train import prepare, train
+from configs import cartpole_ppo, masked_cartpole_ppo
+from envs import registry
+from rlcore.errors import ConfigError
+from runtime.distributed import data_mesh
+from tests.helpers import (
+    REPO,
+    assert_rows_close,
+    entry_env,
+    read_metrics,
+    reproducible_part,
+    run_entry,
+)
+
+PACKAGE = textwrap.dedent('''
+    """A user's envs: a corridor written to the StepEnv protocol, gymnax's CartPole from
+    elsewhere, and things that are not envs."""
+    import gymnax
+    import jax
+    import jax.numpy as jnp
+    from flax import struct
+    from gymnax.environments.classic_control.cartpole import CartPole
+
+    from rlcore.types import EnvSpec
+
+
+    @struct.dataclass
+    class State:
+        pos: jax.Array
+        time: jax.Array
+
+
+    class Corridor:
+        """Walk right to the goal: +1 there, -0.01 a step, cut at ``max_steps``."""
+
+        def __init__(self, length=6, max_steps=20):
+            self.length, self.max_steps = length, max_steps
+            self.spec = EnvSpec(obs_shape=(length,), obs_dtype="float32", num_actions=2)
+
+        def reset(self, key):
+            state = State(pos=jnp.int32(0), time=jnp.int32(0))
+            return jax.nn.one_hot(state.pos, self.length), state
+
+        def step(self, state, action, key):
+            pos = jnp.clip(state.pos + jnp.where(action == 1, 1, -1), 0, self.length - 1)
+            state = State(pos=pos, time=state.time + 1)
+            done = pos == self.length - 1
+            return (jax.nn.one_hot(pos, self.length), state, jnp.where(done, 1.0, -0.01),
+                    done, state.time >= self.max_steps)
+
+
+    def short_corridor(max_steps_in_episode=20):
+        return Corridor(length=4, max_steps=max_steps_in_episode)
+
+
+    class WrongShape(Corridor):
+        def __init__(self):
+            super().__init__()
+            self.spec = EnvSpec(obs_shape=(3,), obs_dtype="float32", num_actions=2)
+
+
+    class NoSpec(Corridor):
+        def __init__(self):
+            super().__init__()
+            self.spec = {"obs_shape": (6,)}
+
+
+    class MyCartPole(CartPole):
+        pass
+
+
+    cartpole_object = MyCartPole()
+    made = gymnax.make("CartPole-v1")
+    not_an_env = 3
+''')
+
+
+NETWORKS = textwrap.dedent('''
+    """A user's torsos: one of its own, the built-in MLP torso by a factory, and wrong ones."""
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    from rlcore.networks import MLPActorCritic
+
+
+    class Wide(nn.Module):
+        """One ReLU layer: ``obs [N, ...] -> [N, width]``."""
+
+        width: int = 32
+
+        @nn.compact
+        def __call__(self, obs):
+            x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
+            return nn.relu(nn.Dense(self.width)(x))
+
+
+    def mlp_torso(spec):
+        return MLPActorCritic(num_actions=spec.num_actions, heads=False)
+
+
+    class Flat(nn.Module):
+        @nn.compact
+        def __call__(self, obs):
+            return nn.Dense(3)(obs.reshape((obs.shape[0], -1)))[:, 0]
+
+
+    class Raises(nn.Module):
+        @nn.compact
+        def __call__(self, obs):
+            raise RuntimeError("not today")
+
+
+    def needs_two(spec, other):
+        return Wide()
+''')
+
+
+@pytest.fixture
+def user_package(tmp_path, monkeypatch):
+    """``userenvs`` and ``usernets`` (the modules above) in a directory outside the
+    repository, importable."""
+    root = tmp_path / "outside"
+    root.mkdir()
+    (root / "userenvs.py").write_text(PACKAGE)
+    (root / "usernets.py").write_text(NETWORKS)
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+@pytest.mark.parametrize("name", ["Corridor", "short_corridor", "MyCartPole",
+                                  "cartpole_object", "made"])
+def test_each_form_of_env_runs_with_auto_reset_in_both_modes(user_package, name):
+    """A class, a factory, a gymnax subclass, a gymnax object and gymnax.make's pair: each
+    resolves in both modes, steps with auto-reset and keeps episode statistics."""
+    env_id = f"userenvs:{name}"
+    registry.check_jax_env_id(env_id)
+    registry.check_host_env_id(env_id)
+    assert registry.resolve(env_id, registry.SEBULBA).library == registry.IMPORTED
+    env = registry.make_jax_env(env_id)
+    state, step = env.reset(jax.random.key(0))
+    ended = False
+    for i in range(600):
+        state, step = env.step(state, jnp.int32(1), jax.random.key(i + 1))
+        if bool(step.terminated | step.truncated):
+            ended = True
+            break
+    assert ended and step.obs.shape == env.spec.obs_shape
+    assert int(state.stats.completed_length) == i + 1 and int(state.stats.running_length) == 0
+
+
+def test_the_step_protocol_auto_resets_and_truncates(user_package):
+    """The corridor walked left never reaches the goal: cut at its own ``max_steps``, the
+    step that ends it returns the first obs of the next episode."""
+    env = registry.make_jax_env("userenvs:short_corridor", max_steps_in_episode=5)
+    assert env.env.max_steps == 5  # the time-limit keyword reaches the factory
+    state, first = env.reset(jax.random.key(0))
+    for i in range(5):
+        state, step = env.step(state, jnp.int32(0), jax.random.key(i + 1))
+    assert bool(step.truncated) and not bool(step.terminated)
+    np.testing.assert_array_equal(step.obs, first.obs)
+    assert float(state.stats.completed_return) == pytest.approx(-0.05)
+
+
+@pytest.mark.parametrize("env_id,message", [
+    ("nopackage.envs:Env", "env_id: cannot import module 'nopackage.envs' of "
+     "'nopackage.envs:Env'; is its package installed or on PYTHONPATH?"),
+    ("userenvs:Missing", "env_id: module 'userenvs' has no attribute 'Missing'"),
+    ("userenvs:not_an_env", "env_id: 'userenvs:not_an_env' gives an object of type int, "
+     "not an env"),
+    ("userenvs:NoSpec", "env_id: 'userenvs:NoSpec' has spec dict, not an rlcore.types.EnvSpec"),
+    ("userenvs:WrongShape", "env_id: 'userenvs:WrongShape': reset's obs has shape (6,), its "
+     "spec says (3,)"),
+])
+def test_a_bad_import_path_or_object_is_one_line(user_package, env_id, message):
+    for check in (registry.check_jax_env_id, registry.check_host_env_id):
+        with pytest.raises(ConfigError) as e:
+            check(env_id)
+        assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_a_module_whose_own_import_fails_says_which(user_package):
+    (user_package / "broken.py").write_text("import not_installed_anywhere\n")
+    with pytest.raises(ConfigError, match="^env_id: cannot import module 'broken' of "
+                       "'broken:Env' \\(it imports 'not_installed_anywhere', which is missing"):
+        registry.check_jax_env_id("broken:Env")
+
+
+def _short(env_id: str, **overrides):
+    config = cartpole_ppo.get_config()
+    config.env_id = env_id
+    config.total_env_steps = 16 * 32 * 4
+    config.num_envs, config.num_steps = 16, 32
+    config.log_every, config.updates_per_call = 2, 2
+    for k, v in overrides.items():
+        config[k] = v
+    return config
+
+
+def test_a_gymnax_subclass_trains_as_the_built_in_env(user_package, tmp_path):
+    """gymnax's CartPole through an import path gives the same metrics as ``CartPole-v1``
+    (fixed seed, two agents): the adapter is the one gymnax's own ids go through."""
+    mesh = data_mesh(jax.devices()[:1])
+    train(_short("userenvs:MyCartPole", num_seeds=2), str(tmp_path / "user"), mesh=mesh)
+    train(_short("CartPole-v1", num_seeds=2), str(tmp_path / "builtin"), mesh=mesh)
+    user = reproducible_part(read_metrics(tmp_path / "user"))
+    assert user == reproducible_part(read_metrics(tmp_path / "builtin")) and len(user) == 4
+
+
+def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_path):
+    """Anakin trains the corridor, resumes it and evaluates it; Sebulba trains it on a host
+    CPU device; a bad path exits 2 in one line before anything compiles."""
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    workdir = str(tmp_path / "anakin")
+    args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.env_id=userenvs:Corridor",
+            "--config.total_env_steps=8192", "--config.log_every=4", f"--workdir={workdir}"]
+    for total in (8192, 12288):  # trains, then extends
+        proc = run_entry("anakin.main", [*args, f"--config.total_env_steps={total}"], env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_metrics(workdir)[-1]["env_steps"] == 12288
+    proc = run_entry("anakin.evaluate", [f"--workdir={workdir}", "--episodes=2"], env=env)
+    assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
+    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
+                                      "--config.env_id=userenvs:short_corridor",
+                                      "--config.total_env_steps=4000",
+                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = run_entry("anakin.main", [*args[:1], "--config.env_id=userenvs:not_an_env",
+                                     f"--workdir={tmp_path / 'bad'}"], env=env)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert proc.stderr.startswith("config error: env_id: 'userenvs:not_an_env' gives")
+    assert not os.path.exists(tmp_path / "bad")
+
+
+# ----------------------------------------------------------------------------- your network
+
+
+def test_a_torso_by_import_path_is_the_torso_the_built_in_name_gives(user_package, tmp_path):
+    """The built-in MLP torso named by a factory of the user's: a recurrent agent on it logs
+    the same metrics as ``network=mlp`` (fixed seed): the import path goes the one way."""
+    mesh = data_mesh(jax.devices()[:1])
+    rows = {}
+    for name in ("mlp", "usernets:mlp_torso"):
+        config = masked_cartpole_ppo.get_config()
+        config.network, config.total_env_steps, config.log_every = name, 8 * 64 * 4, 2
+        config.num_envs, config.num_steps, config.updates_per_call = 8, 64, 2
+        workdir = tmp_path / name.replace(":", "_")
+        train(config, str(workdir), mesh=mesh)
+        rows[name] = reproducible_part(read_metrics(workdir))
+    assert rows["mlp"] == rows["usernets:mlp_torso"] and len(rows["mlp"]) == 2
+
+
+def test_your_own_torso_trains_normalised_resumes_and_evaluates(user_package, tmp_path):
+    """A torso of the user's with the heads added, observation normalisation on, both
+    architectures: trains, extends exactly as one longer run, and evaluates."""
+    mesh = data_mesh(jax.devices()[:1])
+    config = _short("CartPole-v1", network="usernets:Wide", normalize_obs=True, anneal_lr=False)
+    train(config, str(tmp_path / "whole"), mesh=mesh)
+    half = _short("CartPole-v1", network="usernets:Wide", normalize_obs=True, anneal_lr=False,
+                  total_env_steps=config.total_env_steps // 2)
+    train(half, str(tmp_path / "halves"), mesh=mesh)
+    train(config, str(tmp_path / "halves"), mesh=mesh)
+    assert reproducible_part(read_metrics(tmp_path / "halves")) == reproducible_part(
+        read_metrics(tmp_path / "whole"))
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    proc = run_entry("anakin.evaluate", [f"--workdir={tmp_path / 'whole'}", "--episodes=2"],
+                     env=env)
+    assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
+    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
+                                      "--config.network=usernets:Wide",
+                                      "--config.total_env_steps=4000",
+                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("network,message", [
+    ("usernets:Flat", "network: 'usernets:Flat' gives float32 [2] for 2 observations; a "
+     "torso gives float features [N, D]"),
+    ("usernets:Raises", "network: 'usernets:Raises' does not trace on observations float32 "
+     "[N, 4]: RuntimeError: not today"),
+    ("usernets:needs_two", "network: 'usernets:needs_two' could not be built with the env's "
+     "spec: TypeError:"),
+    ("userenvs:not_an_env", "network: 'userenvs:not_an_env' gives an object of type int, "
+     "not a flax module"),
+    ("usernets:Missing", "network: module 'usernets' has no attribute 'Missing'"),
+    ("resnet", "network: must be one of mlp, nature_cnn, impala_resnet, minatar_cnn, or an "
+     "import path PACKAGE.MODULE:NAME, got 'resnet'"),
+])
+def test_a_bad_torso_is_one_line_before_compile(user_package, network, message):
+    config = cartpole_ppo.get_config()
+    config.network = network
+    with pytest.raises(ConfigError) as e:
+        prepare(config)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_your_env_and_torso_give_the_same_run_on_one_and_four_devices(user_package):
+    """The corridor with a torso of the user's: the losses and returns of one device and of
+    four agree (as ``tests/anakin/test_anakin_train.py::test_one_vs_four_devices``)."""
+    if jax.device_count() < 4:
+        pytest.skip("needs 4 (fake) devices")
+    config = _short("userenvs:Corridor", network="usernets:Wide", log_every=1,
+                    updates_per_call=4, optimizer="rmsprop", learning_rate=0.5,
+                    rmsprop_eps=10.0, max_grad_norm=0.0)
+    one = train(config, None, mesh=data_mesh(jax.devices()[:1]))
+    four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
+    assert len(one) == len(four) == 4
+    assert_rows_close(one, four, tol=1e-4)
