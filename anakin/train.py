@@ -310,8 +310,9 @@ def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
 FIRST_CALL_BOUND_S = 600.0
 
 
-def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
-    """Runs Anakin training; writes the run directory; returns the logged rows.
+def train(config, workdir: str | None, *, mesh=None, on_row=None) -> list[dict]:
+    """Runs Anakin training; writes the run directory; returns the logged rows; calls
+    ``on_row`` (where given) with each row as it is logged (a copy).
 
     Resumes from the latest checkpoint in ``workdir`` when there is one. Raises
     ``SystemExit(130/143)`` after a SIGINT/SIGTERM, once a checkpoint is written: a signal
@@ -321,7 +322,7 @@ def train(config, workdir: str | None, *, mesh=None) -> list[dict]:
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
     rundir = RunDir(config, workdir, total, run.derived.steps_per_update, run.agent_tags(),
-                    return_label=registry.return_axis_label(config.env_id))
+                    return_label=registry.return_axis_label(config.env_id), on_row=on_row)
     # A resume restores first, so that a finished run says so before compiling.
     state = rundir.restore_or(run.init_state()) if rundir.resumes() else None
     try:

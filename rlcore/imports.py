@@ -46,6 +46,32 @@ def load_object(path: str, field: str) -> Any:
     return getattr(module, name)
 
 
+def path_of(obj: Any, field: str) -> str:
+    """The import path of ``obj`` (an import path given as a string is returned as it is):
+    ``MODULE:NAME`` of a class or function, or of an object bound to a name at the top level
+    of its class's module or of ``__main__`` (a notebook's or script's own).
+
+    Raises:
+      ConfigError: ``obj`` has no such name (a lambda, a nested function, an object built
+        inside a function), in one line.
+    """
+    if isinstance(obj, str):
+        return obj
+    import sys
+
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+    if module and name.isidentifier() and getattr(sys.modules.get(module), name, None) is obj:
+        return f"{module}:{name}"
+    for module in (type(obj).__module__, "__main__"):
+        namespace = vars(sys.modules[module]) if module in sys.modules else {}
+        for name, value in namespace.items():
+            if value is obj and name.isidentifier():
+                return f"{module}:{name}"
+    raise ConfigError(f"{field}: {type(obj).__name__} object {obj!r:.60} has no name at the "
+                      "top level of a module; pass its class, or a function at the top level "
+                      "that builds it")
+
+
 def one_line(error: BaseException, limit: int = 200) -> str:
     """``error``'s message on one line, at most ``limit`` characters."""
     text = " ".join(str(error).split())

@@ -146,7 +146,7 @@ class SebulbaRun:
         return actors, queues
 
 
-def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
+def train(config, workdir: str | None, *, on_batch=None, on_row=None) -> list[dict]:
     """Runs Sebulba training; writes the run directory; returns the logged rows.
 
     The lifecycle around the learner's updates (``LearnerLoop``): the actors start inside the
@@ -169,13 +169,14 @@ def train(config, workdir: str | None, *, on_batch=None) -> list[dict]:
       config: a validated config (see ``prepare``).
       workdir: run directory, or None.
       on_batch: test hook ``(update, Trajectory)`` called with each assembled batch.
+      on_row: called with each ``metrics.jsonl`` row as it is logged (a copy).
 
     Raises:
       RuntimeError: an actor thread failed (chained to its exception).
       SystemExit: 130/143 after SIGINT/SIGTERM, once a checkpoint is written
         (``exits.ExitNow`` when an update was left in flight).
     """
-    learner = LearnerLoop.begin(SebulbaRun(config), workdir, on_batch)
+    learner = LearnerLoop.begin(SebulbaRun(config), workdir, on_batch, on_row)
     try:
         with SignalFlag() as flag:
             learner.start_actors(flag)
@@ -239,12 +240,15 @@ class LearnerLoop:
     in_flight: bool = False
 
     @classmethod
-    def begin(cls, run: SebulbaRun, workdir: str | None, on_batch=None) -> "LearnerLoop":
-        """The run directory, the restored (or fresh) state, the params server with its
-        params and the evaluation envs; no thread runs yet."""
+    def begin(cls, run: SebulbaRun, workdir: str | None, on_batch=None,
+              on_row=None) -> "LearnerLoop":
+        """The run directory (``on_row``: called with each logged row), the restored (or
+        fresh) state, the params server with its params and the evaluation envs; no thread
+        runs yet."""
         rundir = RunDir(run.config, workdir, run.derived.num_updates,
                         run.derived.steps_per_update,
-                        return_label=registry.return_axis_label(run.config.env_id))
+                        return_label=registry.return_axis_label(run.config.env_id),
+                        on_row=on_row)
         state = rundir.restore_or(run.init_state())
         start = int(distributed.to_host(state.update))
         server = pipeline.ParamsServer(

@@ -322,3 +322,47 @@ def test_your_env_and_torso_give_the_same_run_on_one_and_four_devices(user_packa
     four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
     assert len(one) == len(four) == 4
     assert_rows_close(one, four, tol=1e-4)
+
+
+# ----------------------------------------------------------------------------- from Python
+
+
+def test_python_entry_points_take_your_objects_and_report_each_row(user_package, tmp_path):
+    """``anakin.run`` and ``sebulba.run`` with the user's env and torso as objects: the
+    config records their import paths, ``on_row`` sees every row as the run logs it, and
+    a second call on the same workdir extends the run (the lock was given back)."""
+    import json
+
+    import anakin
+    import sebulba
+    import userenvs
+    import usernets
+
+    seen = []
+    config = _short("CartPole-v1")
+    workdir = str(tmp_path / "anakin")
+    rows = anakin.run(config, workdir, env=userenvs.short_corridor, network=usernets.Wide,
+                      on_row=seen.append, mesh=data_mesh(jax.devices()[:1]))
+    assert seen == rows and [r["update"] for r in rows] == [2, 4]
+    saved = json.loads((tmp_path / "anakin" / "config.json").read_text())
+    assert (saved["env_id"], saved["network"]) == ("userenvs:short_corridor", "usernets:Wide")
+    assert config.env_id == "CartPole-v1"  # the caller's config is not changed
+    longer = _short("CartPole-v1", total_env_steps=2 * config.total_env_steps)
+    more = anakin.run(longer, workdir, env=userenvs.short_corridor, network=usernets.Wide,
+                      mesh=data_mesh(jax.devices()[:1]))
+    assert [r["update"] for r in more] == [6, 8]
+    seen = []
+    sebulba_config = _sebulba_short()
+    rows = sebulba.run(sebulba_config, str(tmp_path / "sebulba"), env=userenvs.cartpole_object,
+                       on_row=seen.append)
+    assert seen == rows and rows and rows[-1]["env_steps"] <= sebulba_config.total_env_steps
+    with pytest.raises(ConfigError, match="^env_id: function object .* has no name at the top"):
+        anakin.run(config, None, env=lambda: userenvs.Corridor())
+
+
+def _sebulba_short():
+    from configs import cartpole_ppo_sebulba
+
+    config = cartpole_ppo_sebulba.get_config()
+    config.total_env_steps = 4000
+    return config

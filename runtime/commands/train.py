@@ -18,11 +18,14 @@ path), 130/143 after SIGINT/SIGTERM (the trainer checkpoints first).
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from rlcore.errors import ConfigError
+from rlcore.imports import path_of
 from runtime import distributed
 from runtime.config import memory_check
 from runtime.config.validation import ModeChecks, validate, validate_distributed, validate_fields
@@ -148,8 +151,9 @@ def claim_workdir(config, workdir: str) -> bool:
     return True
 
 
-def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
-    """``run_main``'s work, under its signal handlers."""
+def _ready(config, workdir, trainer: Trainer, fresh: bool) -> tuple[ModeChecks, Callable]:
+    """Every check of a training run in its order, the workdir's lock taken and, where
+    ``fresh``, the previous run moved aside; returns the trainer's ``(mode, train)``."""
     claimed = check_early(config, workdir, fresh)
     mode, train = trainer()
     prepare(config, mode)
@@ -162,6 +166,42 @@ def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
                                                         config.coordinator_address))
     if fresh:
         start_fresh(workdir)
+    return mode, train
+
+
+def with_own_code(config, *, env: Any = None, network: Any = None):
+    """A copy of ``config`` whose ``env_id`` and ``network`` name ``env`` and ``network``
+    (objects of the caller's, or import paths; None keeps the config's) by import path
+    (``rlcore.imports.path_of``), so that ``config.json`` says what the run used.
+
+    Raises:
+      ConfigError: an object that has no import path.
+    """
+    out = copy.deepcopy(config)
+    for field, obj in (("env_id", env), ("network", network)):
+        if obj is not None:
+            out[field] = path_of(obj, field)
+    return out
+
+
+def train_in_python(config, workdir: str | None, trainer: Trainer, *, fresh: bool = False,
+                    **train_kwargs) -> list[dict]:
+    """A training run called from Python (``anakin.run``, ``sebulba.run``): the command's
+    checks in its order (``_ready``), then ``train(config, workdir, **train_kwargs)``;
+    returns the logged rows. A refusal raises (``ConfigError``: its one line) instead of
+    exiting; the workdir's lock is given back when the run ends, so the same process may
+    train there again."""
+    try:
+        _, train = _ready(config, workdir, trainer, fresh)
+        return train(config, workdir, **train_kwargs)
+    finally:
+        if workdir:
+            workdir_lock.release(workdir)
+
+
+def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
+    """``run_main``'s work, under its signal handlers."""
+    mode, train = _ready(config, workdir, trainer, fresh)
     rows = train(config, workdir)
     if distributed.is_main_process():  # one console for the run: process 0's
         print_summary(whole_run(workdir, rows))  # a resumed run's earlier lines too

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import sys
 import time
+from collections.abc import Callable
 
 from rlcore.errors import ConfigError
 from runtime import distributed
@@ -58,11 +59,16 @@ class RunDir:
       steps_per_update: env steps per update over all envs (of one agent).
       agent_tags: one dict per agent that goes into its metrics lines (e.g. ``{"seed": 3}``)
         when a run trains several agents; None: one agent, lines without tags.
+      return_label: ``curve.png``'s y axis.
+      on_row: called with a copy of each ``metrics.jsonl`` row as it is logged (the Python
+        entry points' progress callback), or None.
     """
 
     def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int,
-                 agent_tags: list[dict] | None = None, return_label: str = RETURN_LABEL):
+                 agent_tags: list[dict] | None = None, return_label: str = RETURN_LABEL,
+                 on_row: Callable[[dict], None] | None = None):
         self.config = config
+        self.on_row = on_row
         self.return_label = return_label  # curve.png's y axis (the env's)
         self.workdir = workdir
         self.total = total_updates
@@ -170,8 +176,10 @@ class RunDir:
         """
         self.windows.add(update, scalars, episodes)
         if cadence.log_due(update, self.config.log_every, self.total):
-            self.logger.log_agents(update, update * self.steps_per_update, self.windows.take(),
-                                   sps=sps, at=at)
+            rows = self.logger.log_agents(update, update * self.steps_per_update,
+                                          self.windows.take(), sps=sps, at=at)
+            for row in rows if self.on_row is not None else ():
+                self.on_row(dict(row))
 
     def checkpoint_due(self, update: int, previous: int) -> bool:
         """Whether the updates ``previous + 1 .. update`` reached a checkpoint point."""
