@@ -191,8 +191,9 @@ def module_names(packages=CYCLE_PACKAGES) -> dict[str, Path]:
 def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
     """``{module: the modules of sources it imports}`` for ``sources`` (``{dotted module:
     its text}``), every import counted wherever it is (inside functions too). An imported
-    name is its module when it is one (``from runtime import failure``), else the module it
-    comes from (``from runtime.process.failure import Details``)."""
+    name is its module when it is one (``from runtime import failure``: ``runtime.failure``,
+    not ``runtime``, as ``import runtime.failure`` is), else the module it comes from
+    (``from runtime.process.failure import Details``)."""
     def resolve(name: str) -> str | None:
         while name and name not in sources:
             name = name.rpartition(".")[0]
@@ -200,9 +201,23 @@ def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
 
     graph = {}
     for module, text in sources.items():
-        found = {resolve(m) for _, m in imported_modules(ast.parse(text))}
+        tree = ast.parse(text)
+        only_modules = packages_of_submodules(tree, sources)
+        found = {resolve(m) for line, m in imported_modules(tree) if (line, m) not in only_modules}
         graph[module] = found - {None, module}
     return graph
+
+
+def packages_of_submodules(tree: ast.AST, sources) -> set[tuple[int, str]]:
+    """``(line, package)`` of each ``from package import a, b`` of ``tree`` whose names are
+    all modules of ``sources``: that line imports those modules, not a name of the
+    package's own."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and all(
+                f"{node.module}.{alias.name}" in sources for alias in node.names):
+            found.add((node.lineno, node.module))
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -243,6 +258,7 @@ def test_the_cycle_check_sees_cycles():
                "runtime.b": "def f():\n    from runtime.c import g\n",
                "runtime.c": "import runtime.a\n", "runtime.d": "from runtime.a import x\n"}
     graph = import_graph(sources)
+    assert graph["runtime.a"] == {"runtime.b"}  # not the package ``runtime`` too
     assert graph["runtime.d"] == {"runtime.a"}
     assert find_cycle(graph) == ["runtime.a", "runtime.b", "runtime.c", "runtime.a"]
     assert find_cycle({**graph, "runtime.c": set()}) is None
