@@ -40,8 +40,8 @@ def agent_params(run, learner, agent: int):
 
 def restore(config, workdir: str, agent: int) -> ev.Restored:
     """Agent ``agent`` of the Anakin run in ``workdir`` (``config``: its config.json's)
-    restored from the latest finished checkpoint on one device (local device 0): what the
-    command plays with.
+    restored from the latest finished checkpoint on one device (local device 0); what the
+    command and ``runtime.load_policy`` play with.
 
     Raises:
       EvalError: the checkpoint is not an Anakin train state of this config, or ``agent``

@@ -42,7 +42,7 @@ def rgb_capture(env) -> Callable:
 def restore(config, workdir: str, agent: int) -> ev.Restored:
     """The agent of the Sebulba run in ``workdir`` (``config``: its config.json's; a run
     trains one, so ``agent`` is 0) restored from the latest finished checkpoint on one
-    device (local device 0): what the command plays with.
+    device (local device 0); what the command and ``runtime.load_policy`` play with.
 
     Raises:
       EvalError: ``agent`` is not 0, or the checkpoint is not a Sebulba train state of this

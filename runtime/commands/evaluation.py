@@ -7,9 +7,10 @@ Both entry points take ``--workdir=DIR --episodes=N [--greedy] [--video=PATH]`` 
 play N full episodes, then print the statistics of the raw returns and lengths (and, where
 the mode passes a score normaliser that knows the env, the normalised score). This module
 holds the mode-free parts: argument checks, config and checkpoint loading, the report and
-the command-line driver; the statistics are ``runtime.commands.stats``, the videos
-``runtime.commands.video``, the actions ``rlcore.policy``, the frames and the env knowledge
-``envs``.
+the command-line driver (``runtime.load_policy`` reads a run with the same checks, loaders
+and the modes' ``restore``, which hand back a ``Restored``); the statistics are
+``runtime.commands.stats``, the videos ``runtime.commands.video``, the actions
+``rlcore.policy``, the frames and the env knowledge ``envs``.
 
 Seed rule (``rlcore.seeding``; evaluation never uses a key or env seed that training uses):
 
@@ -79,7 +80,7 @@ class EvalError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Restored:
     """One agent of a run, restored on one device (local device 0): what a mode's
-    ``restore`` hands its evaluate command.
+    ``restore`` hands its evaluate command and ``runtime.load_policy``.
 
     Attributes:
       run: the mode's run object (``anakin.train.AnakinRun``, ``sebulba.train.SebulbaRun``),
