@@ -38,33 +38,49 @@ def agent_params(run, learner, agent: int):
     return params, tags["seed"], f"agent {agent} of {run.num_agents} ({values})"
 
 
-def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
-    """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
+def restore(config, workdir: str, agent: int) -> ev.Restored:
+    """Agent ``agent`` of the Anakin run in ``workdir`` (``config``: its config.json's)
+    restored from the latest finished checkpoint on one device (local device 0); what the
+    command and ``runtime.load_policy`` play with.
+
+    Raises:
+      EvalError: the checkpoint is not an Anakin train state of this config, or ``agent``
+        is not one of the run's agents, in one line.
+    """
     import jax
 
-    from anakin.episodes import play_episodes
     from anakin.train import MODE, AnakinRun
+    from runtime.config.validation import DeviceCounts, validate
+    from runtime.distributed import data_mesh
+
+    config = ev.one_device_config(config)
+    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
+    run = AnakinRun(config, mesh=data_mesh(jax.devices()[:1]))
+    state, step = ev.restore_latest(workdir, run.init_state(), "anakin")
+    params, seed, described = agent_params(run, state.learner, agent)
+    return ev.Restored(run=run, network=run.network, params=params, spec=run.env.spec,
+                       step=step, seed=seed, agent=described)
+
+
+def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
+    """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
+    from anakin.episodes import play_episodes
     from envs import registry, render
     from rlcore.networks import initial_core
     from rlcore.seeding import EvaluateRoots
-    from runtime.config.validation import DeviceCounts, validate
-    from runtime.distributed import data_mesh
 
     if args.video and registry.resolve(config.env_id, registry.ANAKIN).library == registry.BRAX:
         from envs.brax import prefer_egl
 
         prefer_egl()  # before Brax loads MuJoCo (validation does): its renderer draws
-    config = ev.one_device_config(config)
-    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
-    run = AnakinRun(config, mesh=data_mesh(jax.devices()[:1]))
-    state, step = ev.restore_latest(args.workdir, run.init_state(), "anakin")
-    params, seed, agent = agent_params(run, state.learner, args.agent)
+    restored = restore(config, args.workdir, args.agent)
+    run, seed = restored.run, restored.seed
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     env = registry.make_jax_env(config.env_id, **overrides) if overrides else run.env
     renders = args.video and _renders(env)
     results, seen0, return0 = play_episodes(
-        env, run.network.apply, params, EvaluateRoots.from_seed(seed), args.episodes,
+        env, run.network.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,
         args.greedy, functools.partial(initial_core, run.network),
         env.frame_state if renders else None)
     frames = []
@@ -74,7 +90,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
         to_frame = registry.obs_frame_fn(config.env_id, registry.ANAKIN, env)
         frames = [to_frame(o) for o in seen0]
     header = [f"anakin.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "
-              f"{step} of {args.workdir}, {agent}",
+              f"{restored.step} of {args.workdir}, {restored.agent}",
               f"episodes drawn from seed {seed}, on keys training never uses (see "
               "docs/evaluation.md)"]
     return ev.Evaluation(results=results, frames=render.label_frames(frames, list(return0)),
@@ -93,15 +109,27 @@ def _renders(env) -> bool:
     return problem is None
 
 
-def main() -> None:
-    """The command (``runtime.commands.evaluation.evaluate_command``): ``configs/base.py`` fills the
-    fields an older ``config.json`` lacks; Atari scores are also given human-normalised;
-    ``--agent`` is checked against the config's agents (``runtime.config.sweep.num_agents``)."""
+def config_defaults():
+    """``configs/base.py``'s config: the fields an older run's ``config.json`` lacks."""
     from configs import base
-    from envs.atari_scores import human_normalized_scores
-    from runtime.config.sweep import num_agents
 
-    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores, num_agents)
+    return base.get_config()
+
+
+def num_agents(config) -> int:
+    """The agents of a run's config (``runtime.config.sweep.num_agents``: seeds x variants)."""
+    from runtime.config.sweep import num_agents as agents
+
+    return agents(config)
+
+
+def main() -> None:
+    """The command (``runtime.commands.evaluation.evaluate_command``): ``config_defaults``
+    fills the fields an older ``config.json`` lacks; Atari scores are also given
+    human-normalised; ``--agent`` is checked against ``num_agents``."""
+    from envs.atari_scores import human_normalized_scores
+
+    ev.evaluate_command(evaluate, config_defaults, human_normalized_scores, num_agents)
 
 
 if __name__ == "__main__":

@@ -10,5 +10,19 @@ listed before it (tests/test_layout.py checks it):
 - ``run``: the run directory and its parts: metrics, checkpoints and their clock, resume,
   the workdir and its lock, curves, console lines;
 - ``commands``: what a command runs: training, evaluation with its statistics and video,
-  the local launcher.
+  the local launcher, and ``load_policy`` (a trained agent back from Python).
+
+``runtime.load_policy`` is ``runtime.commands.policy.load_policy``, imported on its first
+use (``__getattr__``): ``import runtime`` itself imports nothing, JAX included.
 """
+
+
+def __getattr__(name: str):
+    """``load_policy`` on first use (``runtime.commands.policy``, which imports JAX and the
+    modes' evaluate modules); AttributeError for any other missing name, so that ``from
+    runtime import <room>`` imports the room."""
+    if name == "load_policy":
+        from runtime.commands.policy import load_policy
+
+        return load_policy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,18 +39,35 @@ def rgb_capture(env) -> Callable:
     return lambda obs: env.render(env_ids=[0])[0]
 
 
+def restore(config, workdir: str, agent: int) -> ev.Restored:
+    """The agent of the Sebulba run in ``workdir`` (``config``: its config.json's; a run
+    trains one, so ``agent`` is 0) restored from the latest finished checkpoint on one
+    device (local device 0); what the command and ``runtime.load_policy`` play with.
+
+    Raises:
+      EvalError: ``agent`` is not 0, or the checkpoint is not a Sebulba train state of this
+        config, in one line.
+    """
+    from runtime.config.validation import DeviceCounts, validate
+    from sebulba.train import MODE, SebulbaRun
+
+    ev.check_agent(agent, num_agents(config))
+    config = ev.one_device_config(config)
+    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
+    run = SebulbaRun(config)
+    state, step = ev.restore_latest(workdir, run.init_state(), "sebulba")
+    params = jax.device_put(state.params, jax.local_devices()[0])
+    return ev.Restored(run=run, network=run.network, params=params, spec=run.spec, step=step,
+                       seed=config.seed, agent="agent 0 of 1")
+
+
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     """Restores the run of ``args.workdir`` on one device and plays ``args.episodes``."""
     from envs import registry
     from envs.render import label_frames
-    from runtime.config.validation import DeviceCounts, validate
-    from sebulba.train import MODE, SebulbaRun
 
-    ev.check_agent(args.agent, 1)
-    config = ev.one_device_config(config)
-    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
-    run = SebulbaRun(config)
-    state, step = ev.restore_latest(args.workdir, run.init_state(), "sebulba")
+    restored = restore(config, args.workdir, args.agent)
+    run, step = restored.run, restored.step
     library, name = registry.resolve(config.env_id, registry.SEBULBA)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     render = registry.render_overrides(config.env_id, registry.SEBULBA) if args.video else {}
@@ -63,12 +80,11 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
         policy = make_host_policy(run.network.apply, device, args.greedy,
                                   EvaluateRoots.from_seed(config.seed).action,
                                   functools.partial(initial_core, run.network))
-        params = jax.device_put(state.params, device)
         capture = None
         if args.video:
             to_frame = registry.obs_frame_fn(config.env_id, registry.SEBULBA, env)
             capture = rgb_capture(env) if render else (lambda obs: to_frame(obs[0]))
-        episodes = play_first_episodes(env, functools.partial(policy, params),
+        episodes = play_first_episodes(env, functools.partial(policy, restored.params),
                                        capture=capture)
     finally:
         env.close()
@@ -80,14 +96,26 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     return ev.Evaluation(results=episodes.results(), frames=frames, header=header)
 
 
-def main() -> None:
-    """The command (``runtime.commands.evaluation.evaluate_command``): ``configs/base.py`` fills the
-    fields an older ``config.json`` lacks; Atari scores are also given human-normalised."""
+def config_defaults():
+    """``configs/base.py``'s config: the fields an older run's ``config.json`` lacks."""
     from configs import base
+
+    return base.get_config()
+
+
+def num_agents(config) -> int:
+    """A Sebulba run trains one agent."""
+    del config
+    return 1
+
+
+def main() -> None:
+    """The command (``runtime.commands.evaluation.evaluate_command``): ``config_defaults``
+    fills the fields an older ``config.json`` lacks; Atari scores are also given
+    human-normalised."""
     from envs.atari_scores import human_normalized_scores
 
-    ev.evaluate_command(evaluate, base.get_config, human_normalized_scores,
-                        num_agents=lambda config: 1)  # a Sebulba run trains one agent
+    ev.evaluate_command(evaluate, config_defaults, human_normalized_scores, num_agents)
 
 
 if __name__ == "__main__":

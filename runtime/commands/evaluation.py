@@ -7,9 +7,10 @@ Both entry points take ``--workdir=DIR --episodes=N [--greedy] [--video=PATH]`` 
 play N full episodes, then print the statistics of the raw returns and lengths (and, where
 the mode passes a score normaliser that knows the env, the normalised score). This module
 holds the mode-free parts: argument checks, config and checkpoint loading, the report and
-the command-line driver; the statistics are ``runtime.commands.stats``, the videos
-``runtime.commands.video``, the actions ``rlcore.policy``, the frames and the env knowledge
-``envs``.
+the command-line driver (``runtime.load_policy`` reads a run with the same checks, loaders
+and the modes' ``restore``, which hand back a ``Restored``); the statistics are
+``runtime.commands.stats``, the videos ``runtime.commands.video``, the actions
+``rlcore.policy``, the frames and the env knowledge ``envs``.
 
 Seed rule (``rlcore.seeding``; evaluation never uses a key or env seed that training uses):
 
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -73,6 +75,31 @@ Normalizer = Callable[[str, np.ndarray], np.ndarray | None]
 
 class EvalError(Exception):
     """A bad evaluation argument: ``"--flag: what is wrong"`` (exit code 2)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """One agent of a run, restored on one device (local device 0): what a mode's
+    ``restore`` hands its evaluate command and ``runtime.load_policy``.
+
+    Attributes:
+      run: the mode's run object (``anakin.train.AnakinRun``, ``sebulba.train.SebulbaRun``),
+        built from the run's config on one device.
+      network: the agent's network (``runtime.config.agent.network``).
+      params: that agent's params, without an agent axis.
+      spec: the EnvSpec the network was built for (``obs_shape``, ``action_shape``).
+      step: the update of the checkpoint restored.
+      seed: the agent's own seed (of a ``num_seeds`` or sweep run: that agent's).
+      agent: ``"agent 1 of 4 (seed=1)"``: which agent, for a header line.
+    """
+
+    run: Any
+    network: Any
+    params: Any
+    spec: Any
+    step: int
+    seed: int
+    agent: str
 
 
 # How an evaluate command reports its errors (any other is a traceback and exit 1).
@@ -108,8 +135,7 @@ def check_args(args: EvalArgs) -> None:
     the values first, then the run directory (config.json and a checkpoint)."""
     if not 1 <= args.episodes <= MAX_EVAL_ENVS:
         raise EvalError(f"--episodes: must be in [1, {MAX_EVAL_ENVS}], got {args.episodes}")
-    if args.agent < 0:
-        raise EvalError(f"--agent: must be >= 0, got {args.agent}")
+    check_agent_index(args.agent)
     if args.max_episode_steps < 0:
         raise EvalError(f"--max_episode_steps: must be >= 0 (0: the env's own limit), got "
                         f"{args.max_episode_steps}")
@@ -117,7 +143,13 @@ def check_args(args: EvalArgs) -> None:
         problem = output_file_problem(args.video, VIDEO_EXTENSIONS)
         if problem is not None:
             raise EvalError(f"--video: {problem}")
-    workdir = args.workdir
+    check_workdir(args.workdir)
+
+
+def check_workdir(workdir: str) -> None:
+    """Raises ``EvalError("--workdir: ...")`` unless ``workdir`` is a run directory: one
+    with a ``config.json`` and a finished checkpoint (listed without opening orbax's
+    manager, which would create the checkpoint directory)."""
     if not workdir:
         raise EvalError("--workdir: required (the run directory)")
     if not os.path.isdir(workdir):
@@ -133,6 +165,15 @@ def check_args(args: EvalArgs) -> None:
 def agents_text(n: int) -> str:
     """``"6 agents (0..5)"``: how many agents a run has and the valid ``--agent`` values."""
     return "1 agent (0)" if n == 1 else f"{n} agents (0..{n - 1})"
+
+
+def check_agent_index(agent: int) -> None:
+    """Raises ``EvalError("--agent: ...")`` unless ``agent`` is an int >= 0 (which agents a
+    run has, ``check_agent`` checks once its config is read)."""
+    if isinstance(agent, bool) or not isinstance(agent, numbers.Integral):
+        raise EvalError(f"--agent: must be an int, got {agent!r}")
+    if agent < 0:
+        raise EvalError(f"--agent: must be >= 0, got {agent}")
 
 
 def check_agent(agent: int, num_agents: int) -> None:

@@ -111,6 +111,12 @@ def _drop_orbax_task_errors(record: logging.LogRecord) -> bool:
                 and "orbax" in message)
 
 
+def step_dir(directory: str, step: int) -> str:
+    """The directory of checkpoint ``step`` in ``directory`` (orbax's standard name: the
+    bare number)."""
+    return os.path.join(directory, str(step))
+
+
 class Checkpointer:
     """Saves and restores a train-state pytree under ``<workdir>/checkpoints``.
 
@@ -150,8 +156,8 @@ class Checkpointer:
         return sorted(self._manager.all_steps())
 
     def step_path(self, step: int) -> str:
-        """The directory of checkpoint ``step`` (orbax's standard name: the bare number)."""
-        return os.path.join(self.directory, str(step))
+        """The directory of checkpoint ``step`` (``step_dir``)."""
+        return step_dir(self.directory, step)
 
     def save(self, step: int, state) -> None:
         """Writes ``state`` as checkpoint ``step`` and waits until it is on disk."""
