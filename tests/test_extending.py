@@ -333,10 +333,11 @@ def test_python_entry_points_take_your_objects_and_report_each_row(user_package,
     a second call on the same workdir extends the run (the lock was given back)."""
     import json
 
-    import anakin
-    import sebulba
     import userenvs
     import usernets
+
+    import anakin
+    import sebulba
 
     seen = []
     config = _short("CartPole-v1")
