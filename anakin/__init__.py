@@ -10,6 +10,7 @@ __all__ = ["run"]
 
 
 def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
+        algorithm: Any = None,
         on_row: Callable[[dict], None] | None = None, fresh: bool = False,
         mesh=None) -> list[dict]:
     """Trains an Anakin run from Python, as ``python -m anakin.main`` does: every check
@@ -24,6 +25,8 @@ def run(config, workdir: str | None = None, *, env: Any = None, network: Any = N
         None: ``config.env_id``.
       network: your torso (docs/extending.md, "Your own network"), as ``env``; None:
         ``config.network``.
+      algorithm: your algorithm class (docs/extending.md, "Your own algorithm"), as
+        ``env``; None: ``config.algorithm``. Its own hyperparameters: ``config.algo``.
       on_row: called with each ``metrics.jsonl`` row (a dict) as it is logged.
       fresh: move a previous run in ``workdir`` aside first (``--fresh``).
       mesh: the devices' mesh (default: the config's devices).
@@ -41,5 +44,5 @@ def run(config, workdir: str | None = None, *, env: Any = None, network: Any = N
 
         return MODE, train
 
-    config = with_own_code(config, env=env, network=network)
+    config = with_own_code(config, env=env, network=network, algorithm=algorithm)
     return train_in_python(config, workdir, trainer, fresh=fresh, on_row=on_row, mesh=mesh)

@@ -25,8 +25,10 @@ class HParams:
     meanings and values are their records in ``runtime.config.fields`` (docs/configuration.md).
 
     The first thirteen, the loss and optimizer scalars, are pytree leaves (an agent of a
-    sweep holds traced values there); the others are static, part of the tree structure:
-    ``algorithm`` (a key of ``rlcore.algorithms.REGISTRY``), ``optimizer`` (of
+    sweep holds traced values there), and so is ``algo``, the own hyperparameters of an
+    algorithm (``{name: value}``, the config's ``algo`` sub-config: a swept one traced, the
+    others Python values); the others are static, part of the tree structure:
+    ``algorithm`` (a key of ``rlcore.algorithms.REGISTRY`` or an import path), ``optimizer`` (of
     ``rlcore.optim.OPTIMIZERS``), ``minibatch_kind`` (``rlcore.algorithms.base.minibatch_kind``
     resolves ``"auto"``), ``recurrent`` (``"none"``: feed-forward; a recurrent agent's
     minibatches are whole sequences), the flags, epochs and minibatches, and the resolved
@@ -47,6 +49,7 @@ class HParams:
     vtrace_lambda: float
     clip_rho: float
     clip_pg_rho: float
+    algo: dict  # an algorithm's own hyperparameters by name (``rlcore.algorithms.base``)
     algorithm: str = struct.field(pytree_node=False)
     optimizer: str = struct.field(pytree_node=False)
     anneal_lr: bool = struct.field(pytree_node=False)
@@ -63,10 +66,12 @@ class HParams:
     filter_threshold: float = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":
-        """This record with the scalars that ``part`` holds (those not None) from ``part``:
-        e.g. one agent's traced swept values over the run's constants."""
+        """This record with the scalars that ``part`` holds (those not None) from ``part``,
+        own hyperparameters of ``algo`` included: e.g. one agent's traced swept values over
+        the run's constants."""
+        algo = {**self.algo, **{k: v for k, v in (part.algo or {}).items() if v is not None}}
         return dataclasses.replace(
-            self, **{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
+            self, algo=algo, **{k: v for k in SCALARS if (v := getattr(part, k)) is not None})
 
 
 def gradient_steps(num_epochs: int, num_minibatches: int) -> int:
@@ -82,6 +87,8 @@ def envs_per_minibatch(envs_per_shard: int, num_minibatches: int) -> int:
     return envs_per_shard // num_minibatches
 
 
-# The scalar fields (pytree leaves), in field order.
+# The scalar fields (pytree leaves), in field order; ``algo`` holds an algorithm's own.
 SCALARS = tuple(f.name for f in dataclasses.fields(HParams)
-                if f.metadata.get("pytree_node", True))
+                if f.metadata.get("pytree_node", True) and f.name != "algo")
+# Every field name: an algorithm's hyperparameter of one of these names reads that field.
+NAMES = frozenset(f.name for f in dataclasses.fields(HParams))

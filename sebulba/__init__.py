@@ -10,6 +10,7 @@ __all__ = ["run"]
 
 
 def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
+        algorithm: Any = None,
         on_row: Callable[[dict], None] | None = None, fresh: bool = False) -> list[dict]:
     """Trains a Sebulba run from Python, as ``python -m sebulba.main`` does; the arguments
     are ``anakin.run``'s (a jittable env of your own runs on a host CPU device).
@@ -27,5 +28,5 @@ def run(config, workdir: str | None = None, *, env: Any = None, network: Any = N
 
         return MODE, train
 
-    config = with_own_code(config, env=env, network=network)
+    config = with_own_code(config, env=env, network=network, algorithm=algorithm)
     return train_in_python(config, workdir, trainer, fresh=fresh, on_row=on_row)

@@ -1,6 +1,10 @@
-"""Algorithms, chosen once from ``REGISTRY`` by the config's ``algorithm`` field.
+"""Algorithms, chosen once by the config's ``algorithm`` field: a name of ``REGISTRY`` or an
+import path ``PACKAGE.MODULE:NAME`` to an algorithm of the user's own package; both the same
+way (``algorithm_class``), checked the same way (``check_algorithm``).
 
-An algorithm is an object with two methods that ``rlcore.learner.make_update_fn`` calls:
+An algorithm is a frozen dataclass (``rlcore.algorithms.base.FromHParams``) with the class
+attributes and methods of ``rlcore.algorithms.base.Algorithm`` that
+``rlcore.learner.make_update_fn`` calls:
 
 - ``prepare(params, apply_fn, trajectory) -> data``: what the loss needs computed over the
   whole rollout before the epochs, with the params at the start of the update (PPO: values
@@ -8,30 +12,63 @@ An algorithm is an object with two methods that ``rlcore.learner.make_update_fn`
   time-major record with a ``take_envs(idx)`` method that selects a minibatch of envs.
 - ``loss(params, apply_fn, minibatch, axis_name) -> (loss, LossMetrics)``.
 
-Its hyperparameters are its dataclass fields, named like the ``rlcore.hparams.HParams``
-fields they come from, so ``from_hparams`` fills them (see ``rlcore.algorithms.base``).
-
-Adding an algorithm (say A2C): write ``rlcore/algorithms/a2c.py`` with a frozen dataclass
-``A2C(FromHParams)`` holding its hyperparameters and implementing ``prepare`` and ``loss``
-(the loss itself may live in ``rlcore.losses`` if it is a reusable pure function), give any
-new hyperparameter a field in ``configs/base.py`` (its default), a row in
-``runtime/config/fields.py`` and a field in ``HParams``, then add ``"a2c": A2C`` to ``REGISTRY``
-below. Validation, the entry points and both architectures pick it up from there.
+Its hyperparameters are its dataclass fields: one named like an ``rlcore.hparams.HParams``
+field reads that config field (``gamma``, ``clip_eps``, ...); any other is its own, with a
+default, set with ``--config.algo.NAME=VALUE`` and (a float) swept with
+``--config.sweep.algo.NAME=a,b`` (docs/extending.md, "Your own algorithm").
 """
 
 from __future__ import annotations
 
-from rlcore.algorithms.base import Algorithm
+import dataclasses
+import inspect
+
+from rlcore.algorithms.base import OWN_TYPES, Algorithm, own_hyperparameters
 from rlcore.algorithms.impala import Impala
 from rlcore.algorithms.ppo import PPO
+from rlcore.errors import ConfigError
 from rlcore.hparams import HParams
+from rlcore.imports import load_object
 
 REGISTRY: dict[str, type[Algorithm]] = {
     "ppo": PPO,
     "impala": Impala,
 }
+# What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
+CLASS_ATTRIBUTES = ("prepared_step_bytes", "minibatch_kinds", "loss_reduction",
+                    "staleness_corrections")
+METHODS = ("value_pass", "from_hparams", "prepare", "split_ready", "loss")
+
+
+def algorithm_class(name: str) -> type[Algorithm]:
+    """The algorithm ``name`` names: a key of ``REGISTRY`` or an import path, checked.
+
+    Raises:
+      ConfigError: an import path that does not load, or a class that is no algorithm
+        (``check_algorithm``), in one ``algorithm:`` line.
+    """
+    cls = REGISTRY[name] if name in REGISTRY else load_object(name, "algorithm")
+    check_algorithm(name, cls)
+    return cls
+
+
+def check_algorithm(name: str, cls) -> None:
+    """Raises ConfigError (one line) unless ``cls`` is an algorithm class: a dataclass with
+    the protocol's class attributes and methods, its own hyperparameters with defaults of
+    a type of ``OWN_TYPES``."""
+    if not (inspect.isclass(cls) and dataclasses.is_dataclass(cls)):
+        raise ConfigError(f"algorithm: '{name}' gives {type(cls).__name__} {cls!r:.50}, not "
+                          "an algorithm class (a frozen dataclass, docs/extending.md)")
+    missing = [a for a in (*CLASS_ATTRIBUTES, *METHODS) if not hasattr(cls, a)]
+    if missing:
+        raise ConfigError(f"algorithm: '{name}' lacks {', '.join(missing)} (the Algorithm "
+                          "protocol, rlcore/algorithms/base.py)")
+    for field in dataclasses.fields(cls):
+        if field.name in own_hyperparameters(cls) and type(field.default) not in OWN_TYPES:
+            raise ConfigError(f"algorithm: '{name}' has hyperparameter {field.name} without a "
+                              "default of type float, int, bool or str")
 
 
 def make_algorithm(hp: HParams) -> Algorithm:
     """The algorithm named by ``hp.algorithm`` with its hyperparameters from ``hp``."""
-    return REGISTRY[hp.algorithm].from_hparams(hp)
+    return algorithm_class(hp.algorithm).from_hparams(hp)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Protocol, Self
 
-from rlcore.hparams import HParams
+from rlcore.hparams import NAMES, HParams
 from rlcore.losses import LossMetrics
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
@@ -38,15 +38,36 @@ def minibatch_kind(algorithm: type[Algorithm], choice: str, recurrent: bool = Fa
     return choice
 
 
+# The types an algorithm's own hyperparameter may have (its default's type); the float
+# ones are sweepable (used in arithmetic only, so an agent's value may be traced).
+OWN_TYPES = (float, int, bool, str)
+
+
 class FromHParams:
-    """Mixin for a frozen dataclass whose fields are ``HParams`` fields of the same name."""
+    """Mixin for a frozen dataclass whose fields are its hyperparameters: a field named like
+    an ``HParams`` field reads that (a config field shared by algorithms: ``gamma``,
+    ``clip_eps``, ...); any other is the algorithm's own, with a default of a type of
+    ``OWN_TYPES``, read from ``HParams.algo`` (the config's ``algo`` sub-config)."""
 
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # (the dataclass's)
 
     @classmethod
     def from_hparams(cls, hp: HParams) -> Self:
-        """An instance with every field read from ``hp``."""
-        return cls(**{f.name: getattr(hp, f.name) for f in dataclasses.fields(cls)})
+        """An instance with every field read from ``hp`` (an own one from ``hp.algo``, its
+        default where absent)."""
+        return cls(**{f.name: getattr(hp, f.name) if f.name in NAMES
+                      else hp.algo.get(f.name, f.default) for f in dataclasses.fields(cls)})
+
+
+def own_hyperparameters(algorithm: type) -> dict[str, Any]:
+    """``{name: default}`` of ``algorithm``'s own hyperparameters (its dataclass fields not
+    named like an ``HParams`` field), in field order."""
+    return {f.name: f.default for f in dataclasses.fields(algorithm) if f.name not in NAMES}
+
+
+def sweepable_own(algorithm: type) -> tuple[str, ...]:
+    """The own hyperparameters of ``algorithm`` a sweep may vary: the floats."""
+    return tuple(k for k, v in own_hyperparameters(algorithm).items() if type(v) is float)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,6 +28,7 @@ from rlcore.errors import ConfigError
 from rlcore.imports import path_of
 from runtime import distributed
 from runtime.config import memory_check
+from runtime.config.algo import fill_own
 from runtime.config.validation import ModeChecks, validate, validate_distributed, validate_fields
 from runtime.process import exits, failure, signals
 from runtime.run import lock as workdir_lock
@@ -169,18 +170,21 @@ def _ready(config, workdir, trainer: Trainer, fresh: bool) -> tuple[ModeChecks, 
     return mode, train
 
 
-def with_own_code(config, *, env: Any = None, network: Any = None):
-    """A copy of ``config`` whose ``env_id`` and ``network`` name ``env`` and ``network``
-    (objects of the caller's, or import paths; None keeps the config's) by import path
-    (``rlcore.imports.path_of``), so that ``config.json`` says what the run used.
+def with_own_code(config, *, env: Any = None, network: Any = None, algorithm: Any = None):
+    """A copy of ``config`` whose ``env_id``, ``network`` and ``algorithm`` name ``env``,
+    ``network`` and ``algorithm`` (objects of the caller's, or import paths; None keeps the
+    config's) by import path (``rlcore.imports.path_of``), with the algorithm's own
+    hyperparameters filled in (``runtime.config.algo.fill_own``), so that ``config.json``
+    says what the run used.
 
     Raises:
       ConfigError: an object that has no import path.
     """
     out = copy.deepcopy(config)
-    for field, obj in (("env_id", env), ("network", network)):
+    for field, obj in (("env_id", env), ("network", network), ("algorithm", algorithm)):
         if obj is not None:
             out[field] = path_of(obj, field)
+    fill_own(out)
     return out
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from absl import flags
 from ml_collections import config_flags
 
+from runtime.config.algo import command_line_own, fill_own, set_own
 from runtime.config.problems import config_problem
 from runtime.config.xla_flags import apply_xla_cpu_flags
 from runtime.process import flags as flag_parser
@@ -43,7 +45,12 @@ class TrainFlags:
         ``--config`` value mapped through ``locate``."""
         if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
             argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
-        return parse_flags(located_config(argv, self.locate), self.mode)
+        # The algorithm's own hyperparameters are set once the config (and so its algorithm)
+        # is loaded; ml_collections, which reads its overrides' names from sys.argv, must not
+        # see them.
+        argv, own = command_line_own(argv)
+        sys.argv[:] = command_line_own(sys.argv)[0]
+        return parse_flags(located_config(argv, self.locate), self.mode, own)
 
 
 def located_config(argv, locate: Callable[[str], str]) -> list[str]:
@@ -86,17 +93,22 @@ def define_flags(config: str, workdir: str, mode: str,
     return TrainFlags(*holders, default_config=config, mode=mode, locate=locate)
 
 
-def parse_flags(argv, mode: str | None = None):
+def parse_flags(argv, mode: str | None = None, own: list[tuple[str, str]] = ()):
     """absl flags parser for ``app.run``: a bad ``--config`` file or override (wrong type,
     unknown field) becomes one ``config error: <field>: ...`` line and exit code 2. Library
     logging stays at WARNING unless ``--verbosity`` is given. ``mode``: the training
-    command's architecture (``apply_xla_cpu_flags``)."""
-    return flag_parser.parse_flags(argv, config_problem, lambda rest: _check_config(mode))
+    command's architecture (``apply_xla_cpu_flags``); ``own``: the algorithm's own
+    hyperparameters from the command line (``runtime.config.algo.command_line_own``)."""
+    return flag_parser.parse_flags(argv, config_problem,
+                                   lambda rest: _check_config(mode, list(own)))
 
 
-def _check_config(mode: str | None) -> None:
-    """A config that failed to load raises here; its XLA CPU flags and thread count go in
+def _check_config(mode: str | None, own: list[tuple[str, str]]) -> None:
+    """A config that failed to load raises here; the algorithm's own hyperparameters are
+    set (``own``) and filled in at their defaults; its XLA CPU flags and thread count go in
     before JAX starts."""
     config = flags.FLAGS["config"].value
     config.to_dict()
+    set_own(config, own)
+    fill_own(config)
     apply_xla_cpu_flags(config, mode)

@@ -239,7 +239,11 @@ FIELDS: tuple[Field, ...] = (
           "EnvPool's where it has it), or one that names its library (`gymnax:<id>`, "
           "`envpool:<id>`, `own:<name>`).",
           Checked("an env id the mode runs (close matches are suggested)")),
-        F("algorithm", "ppo", "The learning algorithm.", Choice(ALGORITHMS)),
+        F("algorithm", "ppo", "The learning algorithm: a built-in one, or your own "
+          "(docs/extending.md).", Choice(ALGORITHMS, imports=True)),
+        F("algo", SUBCONFIG, "The algorithm's own hyperparameters, `algo.NAME` (the built-in "
+          "algorithms have none: theirs are the fields below); an unset one is its default.",
+          Checked("the algorithm's own hyperparameters, each of its default's type")),
         F("network", "mlp", "The network's torso: a built-in one, or your own flax module "
           "(docs/extending.md).", Choice(NETWORKS, imports=True)),
         F("recurrent", "none", "A recurrent core after the torso, reset to zeros at every "
@@ -490,12 +494,24 @@ def default_config(**given) -> ml_collections.ConfigDict:
     return c
 
 
+ALGO = "algo."  # an own hyperparameter's name in a sweep variant and a metrics line
+
+
+def is_swept_key(key: str) -> bool:
+    """Whether a key of a metrics line is a swept field's (what tells variants apart): a
+    ``SWEEPABLE`` field or an algorithm's own hyperparameter (``algo.NAME``)."""
+    return key in SWEEPABLE or key.startswith(ALGO)
+
+
 def hparams_of(config, values: Mapping[str, Any] | None = None) -> HParams:
-    """The ``HParams`` of ``config``, with ``values`` (e.g. one sweep variant's) replacing
-    the fields of the same name; every value as given (Python numbers stay Python numbers,
-    constants of the compiled program)."""
+    """The ``HParams`` of ``config``, with ``values`` (e.g. one sweep variant's; an own
+    hyperparameter's as ``algo.NAME``) replacing the fields of the same name; every value as
+    given (Python numbers stay Python numbers, constants of the compiled program)."""
     values = values or {}
-    return HParams(**{f.name: values[f.name] if f.name in values else config[f.name]
+    algo = dict(config.get("algo") or {})
+    algo.update({k[len(ALGO):]: v for k, v in values.items() if k.startswith(ALGO)})
+    return HParams(**{f.name: algo if f.name == "algo" else
+                      values[f.name] if f.name in values else config[f.name]
                       for f in dataclasses.fields(HParams)})
 
 

@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlcore import staleness
-from rlcore.algorithms import REGISTRY as ALGORITHMS
+from rlcore.algorithms import algorithm_class
 from rlcore.distributions import distribution_for
 from rlcore.learner import init_learner_state
 from rlcore.networks import NO_CORE, initial_core
@@ -346,7 +346,7 @@ def estimate(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_proce
         plan = update_plan(config, spec, mode, num_shards, num_processes, platform)
         unroll = plan.unroll if unroll is None else unroll
         microbatches = plan.microbatches if microbatches is None else microbatches
-    algorithm = ALGORITHMS[config.algorithm]
+    algorithm = algorithm_class(config.algorithm)
     agents = mode.num_agents(config)
     sizes = network_sizes(NetworkChoice.of(config), spec, config.optimizer,
                           config.max_grad_norm > 0)

@@ -18,6 +18,7 @@ from its initial value) is ``runtime.run.checkpoint``'s.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, Mapping
 
@@ -26,7 +27,7 @@ from runtime.config.fields import RENAMED
 from runtime.config.sweep import is_number
 
 # The version of this rule that config.json is written under; a file without the key is 1.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 VERSION_KEY = "format_version"
 
 
@@ -51,6 +52,7 @@ ADDED = {
     "filter_threshold": Added(0.2, 2),         # read only by staleness_correction=filter
     "memory_check": Added(True, 2),            # not the math: the check before the first call
     "device_memory_gib": Added(0.0, 2),        # the device's own memory
+    "algo": Added({}, 3),                      # no own hyperparameters (the built-ins')
 }
 
 
@@ -86,7 +88,7 @@ def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
     for name, added in ADDED.items():
         if version >= added.since:
             continue
-        out.setdefault(name, added.value)
+        out.setdefault(name, copy.deepcopy(added.value))
         if sweep is not None and is_number(added.value):
             sweep.setdefault(name, [])
     if sweep is not None:

@@ -1,14 +1,16 @@
 """Hyperparameter sweeps: variants of a run that train side by side in one program.
 
 ``config.sweep`` holds, for every scalar number field of the config, a tuple of values
-(empty: not swept). The variants are the cross product of the non-empty tuples, in field
-order; with ``num_seeds`` each variant trains ``num_seeds`` agents, seeds ``seed`` ..
-``seed + num_seeds - 1`` (every variant sees the same seeds: common random numbers for
-comparisons). Agent ``v * num_seeds + s`` is variant ``v`` with seed ``seed + s``.
+(empty: not swept), and in ``sweep.algo`` one for each float hyperparameter of the
+algorithm's own (``runtime.config.algo``; a variant names it ``algo.NAME``). The variants
+are the cross product of the non-empty tuples, in field order; with ``num_seeds`` each
+variant trains ``num_seeds`` agents, seeds ``seed`` .. ``seed + num_seeds - 1`` (every
+variant sees the same seeds: common random numbers for comparisons). Agent ``v * num_seeds +
+s`` is variant ``v`` with seed ``seed + s``.
 
 Only fields that enter the compiled program as numbers can vary between agents of one
-program (``SWEEPABLE``, the sweepable rows of ``runtime.config.fields``); a field that sets an
-array shape or the run's length (``num_envs``, ``num_steps``, ``num_minibatches``, ...)
+program (``SWEEPABLE``, the sweepable rows of ``runtime.config.fields``); a field that sets
+an array shape or the run's length (``num_envs``, ``num_steps``, ``num_minibatches``, ...)
 cannot and is refused by validation. The program takes the agents' swept values as one
 ``rlcore.hparams.HParams`` of ``[A]`` arrays (``agent_hparams``), which the agent axis
 vmaps; inside, an agent's record is the run's record with its traced values over it
@@ -25,7 +27,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from rlcore.hparams import SCALARS, HParams
-from runtime.config.fields import hparams_of
+from runtime.config.fields import ALGO, hparams_of
 
 
 def sweep_fields(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -39,11 +41,14 @@ def is_number(value: Any) -> bool:
 
 
 def swept(config) -> dict[str, tuple]:
-    """``{field: values}`` of the swept fields, in field order (empty without a sweep)."""
+    """``{field: values}`` of the swept fields, in field order, then the algorithm's own
+    swept hyperparameters as ``algo.NAME`` (``sweep.algo``); empty without a sweep."""
     sweep = config.get("sweep")
     if not sweep:
         return {}
-    return {k: tuple(v) for k, v in sweep.items() if v is not None and len(v) > 0}
+    fields = {k: v for k, v in sweep.items() if k != "algo"}
+    fields.update({ALGO + k: v for k, v in (sweep.get("algo") or {}).items()})
+    return {k: tuple(v) for k, v in fields.items() if v is not None and len(v) > 0}
 
 
 def variants(config) -> list[dict[str, Any]]:
@@ -78,13 +83,17 @@ def agent_hparams(config) -> HParams | None:
         return None
     tags = agent_tags(config)
     values = {k: jnp.asarray([t[k] for t in tags], jnp.float32) for k in fields}
-    return hparams_of(config).replace(**{k: values.get(k) for k in SCALARS})
+    own = {k[len(ALGO):]: v for k, v in values.items() if k.startswith(ALGO)}
+    return hparams_of(config).replace(algo=own, **{k: values.get(k) for k in SCALARS})
 
 
 def with_values(config, values: Mapping[str, Any]) -> ml_collections.ConfigDict:
     """A copy of ``config`` with ``values`` set and no sweep (one variant as a plain run)."""
     out = ml_collections.ConfigDict(config.to_dict())
     for k, v in values.items():
-        out[k] = type(config[k])(v)
+        if k.startswith(ALGO):  # an own hyperparameter (a float: only those are swept)
+            out.algo[k[len(ALGO):]] = float(v)
+        else:
+            out[k] = type(config[k])(v)
     out.sweep = sweep_fields(out)
     return out

@@ -20,7 +20,7 @@ from typing import Callable
 
 import ml_collections
 
-from rlcore.algorithms import REGISTRY as ALGORITHMS
+from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
@@ -28,7 +28,9 @@ from rlcore.imports import is_import_path
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
+from runtime.config.algo import check_own
 from runtime.config.fields import (
+    ALGO,
     BY_NAME,
     COMMON,
     DEBUG_FIELDS,
@@ -303,6 +305,13 @@ def _validate_structure(config) -> None:
     for field, values in sweep.items():
         require(field in config and field not in ("debug", "sweep"), "sweep",
                 f"{field!r} is not a field of the config")
+        if field == "algo":  # the own hyperparameters' tuples (``runtime.config.algo``)
+            require(isinstance(values, (ml_collections.ConfigDict, Mapping)), "sweep.algo",
+                    f"must be a sub-config of value tuples, got {shown(values)}")
+            for name, own in values.items():
+                require(isinstance(own, (tuple, list)), f"sweep.algo.{name}",
+                        f"must be a tuple of values, got {shown(own)}")
+            continue
         require(values is None or isinstance(values, (tuple, list)), f"sweep.{field}",
                 "must be a tuple of values (e.g. --config.sweep.learning_rate=1e-3,3e-4), "
                 f"got {shown(values)}")
@@ -313,7 +322,7 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
     ``sweep.<field>``."""
     fields = swept(config)
     for field in fields:
-        require(field in SWEEPABLE, f"sweep.{field}",
+        require(field in SWEEPABLE or field.startswith(ALGO), f"sweep.{field}",
                 "sets an array shape or the run's structure, which agents of one program "
                 f"share; sweepable fields: {', '.join(SWEEPABLE)}")
         require(all(is_number(v) for v in fields[field]), f"sweep.{field}",
@@ -349,8 +358,9 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     """The fields both modes share: each by its record's rule, then the rules that read
     more than one field; ``num_shards``: learner devices over all processes."""
     check_fields_of(config, COMMON)
+    check_own(config)  # the algorithm loads, and ``algo`` holds its own hyperparameters
     recurrent = config.recurrent != NO_CORE
-    kinds = (AUTO, *accepted_kinds(ALGORITHMS[config.algorithm], recurrent))
+    kinds = (AUTO, *accepted_kinds(algorithm_class(config.algorithm), recurrent))
     require(config.minibatch_kind in kinds, "minibatch_kind",
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
@@ -380,7 +390,7 @@ def _validate_staleness(config) -> None:
     """``staleness_correction``: one of ``rlcore.staleness.CORRECTIONS`` that the algorithm
     implements (its ``staleness_corrections``)."""
     choice(config, "staleness_correction", CORRECTIONS)
-    takes = ALGORITHMS[config.algorithm].staleness_corrections
+    takes = algorithm_class(config.algorithm).staleness_corrections
     require(config.staleness_correction in takes, "staleness_correction",
             f"{config.algorithm} takes {' or '.join(takes)} (the others read a proximal-policy "
             f"pass it does not run), got {shown(config.staleness_correction)}")

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from runtime.config.fields import SWEEPABLE
+from runtime.config.fields import is_swept_key
 from runtime.run import files
 
 CURVE = files.CURVE  # what a run writes into its directory as it closes
@@ -55,11 +55,11 @@ def env_id_of(workdir: str) -> str | None:
 
 
 def swept_keys(rows) -> list[str]:
-    """The swept fields the lines carry (``runtime.config.fields.SWEEPABLE``), in first-seen
-    order."""
+    """The swept fields the lines carry (``runtime.config.fields.is_swept_key``), in
+    first-seen order."""
     keys: dict[str, None] = {}
     for r in rows:
-        keys.update((k, None) for k in r if k in SWEEPABLE)
+        keys.update((k, None) for k in r if is_swept_key(k))
     return list(keys)
 
 

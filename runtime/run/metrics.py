@@ -32,7 +32,7 @@ import numpy as np
 
 from rlcore.errors import ConfigError
 from rlcore.types import EpisodeSummary
-from runtime.config.fields import SWEEPABLE
+from runtime.config.fields import is_swept_key
 from runtime.config.saved import with_version
 from runtime.process import failure
 from runtime.run import files as run_files
@@ -284,7 +284,7 @@ def eval_scalars(evals: EpisodeSummary) -> dict[str, float]:
 
 def variant_keys(row: Mapping) -> list[str]:
     """The swept fields a metrics line carries (what tells its variant apart), in order."""
-    return [k for k in row if k in SWEEPABLE]
+    return [k for k in row if is_swept_key(k)]
 
 
 def group_by_variant(rows, variant_keys) -> list[tuple[str, list[dict]]]:

@@ -60,7 +60,7 @@ def sebulba_config() -> ml_collections.ConfigDict:
 
 BASE = {"anakin": anakin_config, "sebulba": sebulba_config}
 _DEFAULTS = anakin_config()
-SUBCONFIGS = ("debug", "sweep")
+SUBCONFIGS = ("debug", "sweep", "algo")
 
 
 def _kind(value) -> str:
@@ -84,7 +84,7 @@ FIELDS = {
     **{k: _kind(v) for k, v in _DEFAULTS.items() if k not in SUBCONFIGS},
     **{f"debug.{k}": _kind(v) for k, v in _DEFAULTS.debug.items()},
     **{f"sweep.{k}": "sweep_entry" for k in _DEFAULTS.sweep},
-    "debug": "subconfig", "sweep": "subconfig",
+    "debug": "subconfig", "sweep": "subconfig", "algo": "subconfig",
 }
 # Names a ConfigError may start with.
 FIELD_NAMES = set(FIELDS)
@@ -192,7 +192,9 @@ def check(mode: str, values: dict) -> None:
         trainer.prepare(config)
     except ConfigError as e:
         found = re.match(r"^([\w.]+): \S", str(e))
-        assert found and found.group(1) in FIELD_NAMES, f"names no field: {e}"
+        named = found and (found.group(1) in FIELD_NAMES  # or an own hyperparameter's
+                           or found.group(1).startswith(("algo.", "sweep.algo.")))
+        assert named, f"names no field: {e}"
         return
     # Valid: train exactly one update.
     config.total_env_steps = config.num_envs * config.num_steps

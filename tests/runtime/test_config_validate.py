@@ -5,6 +5,7 @@ from the registries; rlcore imports nothing of envs/, anakin/ or sebulba/.
 No compiling and no subprocesses: validation only builds env specs.
 """
 
+import dataclasses
 import importlib
 import math
 import re
@@ -55,7 +56,8 @@ BAD = [
     _row("anakin", "seed", -1, "got -1"),
     _row("anakin", "seed", True, "must be an integer"),
     _row("sebulba", "seed", 2**31, "must be an integer in [0, "),
-    _row("anakin", "algorithm", "a2c", "must be one of ppo, impala, got 'a2c'"),
+    _row("anakin", "algorithm", "a2c",
+         "must be one of ppo, impala, or an import path PACKAGE.MODULE:NAME, got 'a2c'"),
     _row("anakin", "network", "transformer", "must be one of mlp, nature_cnn, impala_resnet"),
     _row("anakin", "optimizer", "sgd", "must be one of adam, rmsprop, got 'sgd'"),
     _row("anakin", "total_env_steps", 0, "must be a positive integer, got 0"),
@@ -281,10 +283,9 @@ def test_choices_come_from_the_registries(monkeypatch, registry, field, new_name
     with pytest.raises(ConfigError, match=rf"^{field}: must be one of .*, got '{new_name}'"):
         validate(config, anakin_train.MODE, COUNTS)
 
-    # An algorithm states its minibatch kinds and staleness corrections (validation reads
-    # them); the others are names.
-    entry = type(new_name, (), {"minibatch_kinds": ("sequences",),
-                                "staleness_corrections": ("none",)})
+    # An algorithm is a class that validation checks (here IMPALA's under a new name); the
+    # others are names.
+    entry = dataclasses.dataclass(frozen=True)(type(new_name, (algorithms.Impala,), {}))
     monkeypatch.setitem(registry, new_name, entry if field == "algorithm" else object())
     validate(config, anakin_train.MODE, COUNTS)  # now a choice
 

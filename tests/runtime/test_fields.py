@@ -73,6 +73,8 @@ def test_hparams_of_reads_every_record_field_from_the_config():
     for f in dataclasses.fields(HParams):
         assert f.name in ROWS
         want = 1e-3 if f.name == "learning_rate" else config[f.name]
+        if f.name == "algo":  # the sub-config as a dict of the own hyperparameters
+            want = dict(config.algo)
         assert getattr(hp, f.name) == want and type(getattr(hp, f.name)) is type(want)
 
 
