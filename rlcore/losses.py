@@ -13,6 +13,7 @@ and the losses re-run the core over each whole sequence from the stored start st
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import chex
 import jax
@@ -32,6 +33,9 @@ from rlcore.types import (
     map_env_axis,
     take_samples,
 )
+
+# A per-sample policy objective of the ratio and the advantage, both ``[T, b]`` (``ppo_loss``).
+Objective = Callable[[Array, Array], Array]
 
 
 @struct.dataclass
@@ -185,12 +189,17 @@ def normalize(x: Array, axis_name: str | None = None, eps: float = 1e-8) -> Arra
 
 
 def _clipped_surrogate(log_pa: Array, ratio: Array, adv: Array, batch: PPOBatch,
-                       clip_eps: Scalar) -> tuple[Array, Array]:
+                       clip_eps: Scalar, objective: Objective | None = None
+                       ) -> tuple[Array, Array]:
     """``(-mean(w * min(r A, clip(r, 1 - eps, 1 + eps) A)), r)``, all ``[T, b]`` but the
     mean: ``r`` is ``ratio`` (``pi/mu``), or ``pi/pi_prox`` where the batch has
-    ``prox_log_prob``; ``w`` its ``sample_weight``, or 1."""
+    ``prox_log_prob``; ``w`` its ``sample_weight``, or 1; ``objective(r, A)`` in place of
+    the clipped one where given."""
     r = ratio if batch.prox_log_prob is None else jnp.exp(log_pa - batch.prox_log_prob)
-    surrogate = jnp.minimum(r * adv, jnp.clip(r, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
+    if objective is not None:
+        surrogate = objective(r, adv)
+    else:
+        surrogate = jnp.minimum(r * adv, jnp.clip(r, 1.0 - clip_eps, 1.0 + clip_eps) * adv)
     if batch.sample_weight is not None:
         surrogate = batch.sample_weight * surrogate
     return -jnp.mean(surrogate), r
@@ -207,6 +216,7 @@ def ppo_loss(
     clip_vloss: bool = False,
     norm_adv: bool = True,
     axis_name: str | None = None,
+    objective: Objective | None = None,
 ) -> tuple[Array, LossMetrics]:
     """Clipped-surrogate PPO loss (Schulman et al. 2017, arXiv 1707.06347).
 
@@ -230,6 +240,9 @@ def ppo_loss(
       clip_vloss: clip the value loss as in the PPO2 baselines.
       norm_adv: standardise advantages per minibatch.
       axis_name: device axis the minibatch is split over, or None.
+      objective: ``(r [T, b], A [T, b]) -> [T, b]``, the per-sample policy objective the
+        loss maximises in place of the clipped surrogate (e.g. another algorithm's, as
+        ``min(r A, clip(r) A)`` is PPO's); None: the clipped surrogate.
 
     Returns:
       ``(loss, LossMetrics)``; the loss is this device's share (mean over local elements),
@@ -244,7 +257,7 @@ def ppo_loss(
     log_ratio = log_pa - old_log_pa
     ratio = jnp.exp(log_ratio)
     adv = normalize(batch.advantages, axis_name) if norm_adv else batch.advantages
-    policy, r = _clipped_surrogate(log_pa, ratio, adv, batch, clip_eps)
+    policy, r = _clipped_surrogate(log_pa, ratio, adv, batch, clip_eps, objective)
 
     value_err = jnp.square(value - batch.targets)
     if clip_vloss:

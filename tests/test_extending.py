@@ -1,5 +1,6 @@
-"""The user's own env and network from a package outside the repository, by import path
-(``envs.imported``, ``rlcore.networks.imported_torso``; docs/extending.md).
+"""The user's own env, network and algorithm from a package outside the repository, by
+import path (``envs.imported``, ``rlcore.networks.imported_torso``,
+``rlcore.algorithms.algorithm_class`` with ``runtime.config.algo``; docs/extending.md).
 
 The package is written to a temporary directory outside the repository; in-process tests put
 it on ``sys.path``, the command-line ones on ``PYTHONPATH``.
@@ -132,14 +133,46 @@ NETWORKS = textwrap.dedent('''
 ''')
 
 
+ALGORITHMS = textwrap.dedent('''
+    """A user's algorithms: PPO with an entropy scale of its own, and wrong ones."""
+    import dataclasses
+
+    from rlcore.algorithms.ppo import PPO
+
+
+    @dataclasses.dataclass(frozen=True)
+    class ScaledPPO(PPO):
+        """PPO whose entropy bonus is scaled by ``ent_scale`` (1.0: PPO's)."""
+
+        ent_scale: float = 1.0
+        label: str = "plain"
+        extra_epochs: int = 0
+
+        def loss(self, params, apply_fn, batch, axis_name):
+            scaled = dataclasses.replace(self, ent_coef=self.ent_coef * self.ent_scale)
+            return PPO.loss(scaled, params, apply_fn, batch, axis_name)
+
+
+    @dataclasses.dataclass(frozen=True)
+    class NoLoss:
+        gamma: float
+
+
+    @dataclasses.dataclass(frozen=True)
+    class NoDefault(PPO):
+        temperature: float = dataclasses.field(default=None)
+''')
+
+
 @pytest.fixture
 def user_package(tmp_path, monkeypatch):
-    """``userenvs`` and ``usernets`` (the modules above) in a directory outside the
-    repository, importable."""
+    """``userenvs``, ``usernets`` and ``useralgos`` (the modules above) in a directory
+    outside the repository, importable."""
     root = tmp_path / "outside"
     root.mkdir()
     (root / "userenvs.py").write_text(PACKAGE)
     (root / "usernets.py").write_text(NETWORKS)
+    (root / "useralgos.py").write_text(ALGORITHMS)
     monkeypatch.syspath_prepend(str(root))
     return root
 
@@ -367,3 +400,86 @@ def _sebulba_short():
     config = cartpole_ppo_sebulba.get_config()
     config.total_env_steps = 4000
     return config
+
+
+# ----------------------------------------------------------------------------- your algorithm
+
+
+def test_your_algorithm_goes_the_built_in_way(user_package, tmp_path):
+    """PPO subclassed outside the repository, at its own hyperparameters' defaults, logs
+    what ``algorithm=ppo`` logs (fixed seed, two agents); the run's config records them."""
+    import json
+
+    import anakin
+
+    mesh = data_mesh(jax.devices()[:1])
+    config = _short("CartPole-v1", num_seeds=2)
+    ppo = anakin.run(config, str(tmp_path / "ppo"), mesh=mesh)
+    own = anakin.run(config, str(tmp_path / "own"), algorithm="useralgos:ScaledPPO", mesh=mesh)
+    assert reproducible_part(own) == reproducible_part(ppo) and len(own) == 4
+    saved = json.loads((tmp_path / "own" / "config.json").read_text())
+    assert saved["algorithm"] == "useralgos:ScaledPPO"
+    assert saved["algo"] == {"ent_scale": 1.0, "label": "plain", "extra_epochs": 0}
+    assert saved["sweep"]["algo"] == {"ent_scale": []}
+
+
+def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(user_package,
+                                                                            tmp_path):
+    """``--config.algo.NAME`` sets one, ``--config.sweep.algo.NAME`` sweeps a float one (each
+    agent's metrics tagged ``algo.NAME``), a resume with another value is refused naming
+    ``algo``; Sebulba trains it too."""
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    workdir = str(tmp_path / "sweep")
+    args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.algorithm=useralgos:ScaledPPO",
+            "--config.total_env_steps=4096", "--config.log_every=4", f"--workdir={workdir}"]
+    proc = run_entry("anakin.main", [*args, "--config.sweep.algo.ent_scale=0.0,4.0",
+                                     "--config.algo.label=swept"], env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = read_metrics(workdir)
+    assert sorted({r["algo.ent_scale"] for r in rows}) == [0.0, 4.0]
+    by_scale = {r["algo.ent_scale"]: r["loss/total"] for r in rows if r["update"] == 4}
+    assert by_scale[0.0] != by_scale[4.0]
+    proc = run_entry("anakin.main", [*args, "--config.sweep.algo.ent_scale=0.0,4.0",
+                                     "--config.algo.label=other",
+                                     "--config.total_env_steps=8192"], env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("config error: algo: the checkpoint")
+    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
+                                      "--config.algorithm=useralgos:ScaledPPO",
+                                      "--config.algo.ent_scale=0.5",
+                                      "--config.total_env_steps=4000",
+                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--config.algo.temperature=1"], "config error: algo.temperature: useralgos:ScaledPPO has "
+     "no hyperparameter 'temperature' of its own (its own: ent_scale, label, extra_epochs)"),
+    (["--config.algo.ent_scale=high"], "config error: algo.ent_scale: must be a float, got "
+     "'high'"),
+    (["--config.sweep.algo.extra_epochs=1,2"], "config error: sweep.algo.extra_epochs: only "
+     "float hyperparameters are swept (it is a int)"),
+])
+def test_a_bad_hyperparameter_is_one_line_before_compile(user_package, tmp_path, flags,
+                                                         message):
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    proc = run_entry("anakin.main", [f"--config={REPO}/configs/cartpole_ppo.py",
+                                     "--config.algorithm=useralgos:ScaledPPO", *flags,
+                                     f"--workdir={tmp_path / 'run'}"], env=env)
+    assert proc.returncode == 2 and proc.stderr.strip() == message, proc.stderr
+
+
+@pytest.mark.parametrize("algorithm,message", [
+    ("useralgos:NoLoss", "algorithm: 'useralgos:NoLoss' lacks prepared_step_bytes, "
+     "minibatch_kinds, loss_reduction, staleness_corrections, value_pass, from_hparams, "
+     "prepare, split_ready, loss"),
+    ("useralgos:NoDefault", "algorithm: 'useralgos:NoDefault' has hyperparameter temperature "
+     "without a default of type float, int, bool or str"),
+    ("userenvs:Corridor", "algorithm: 'userenvs:Corridor' gives type"),
+    ("useralgos:Missing", "algorithm: module 'useralgos' has no attribute 'Missing'"),
+])
+def test_a_class_that_is_no_algorithm_is_one_line(user_package, algorithm, message):
+    config = cartpole_ppo.get_config()
+    config.algorithm = algorithm
+    with pytest.raises(ConfigError) as e:
+        prepare(config)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)

@@ -236,9 +236,15 @@ class PPO(FromHParams):
 
     def loss(self, params: Params, apply_fn: ApplyFn, batch: losses.PPOBatch,
              axis_name: str | None) -> tuple[Array, losses.LossMetrics]:
-        """``losses.ppo_loss``; advantage statistics across ``axis_name`` devices."""
+        """``losses.ppo_loss`` with ``objective()``; advantage statistics across
+        ``axis_name`` devices."""
         return losses.ppo_loss(
             params, apply_fn, batch, clip_eps=self.clip_eps, vf_coef=self.vf_coef,
             ent_coef=self.ent_coef, clip_vloss=self.clip_vloss, norm_adv=self.norm_adv,
-            axis_name=axis_name,
+            axis_name=axis_name, objective=self.objective(),
         )
+
+    def objective(self) -> losses.Objective | None:
+        """The per-sample policy objective of ``(r, A)``: None, the clipped surrogate. A
+        PPO-family algorithm of the user's overrides this alone (docs/extending.md)."""
+        return None
