@@ -16,6 +16,8 @@ listed before it (tests/test_layout.py checks it):
 use (``__getattr__``): ``import runtime`` itself imports nothing, JAX included.
 """
 
+__all__ = ["load_policy"]
+
 
 def __getattr__(name: str):
     """``load_policy`` on first use (``runtime.commands.policy``, which imports JAX and the
@@ -26,3 +28,7 @@ def __getattr__(name: str):
 
         return load_policy
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
