@@ -9,10 +9,17 @@ from typing import Any, Callable
 __all__ = ["run"]
 
 
+def trainer():
+    """Anakin's checks and trainer, ``(MODE, train)``, imported when called (the command
+    line's and ``run``'s)."""
+    from anakin.train import MODE, train
+
+    return MODE, train
+
+
 def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
-        algorithm: Any = None,
-        on_row: Callable[[dict], None] | None = None, fresh: bool = False,
-        mesh=None) -> list[dict]:
+        algorithm: Any = None, on_row: Callable[[dict], None] | None = None,
+        fresh: bool = False, mesh=None) -> list[dict]:
     """Trains an Anakin run from Python, as ``python -m anakin.main`` does: every check
     before anything compiles, the run directory (resumed or extended where it holds a run of
     this config), the same metrics.
@@ -37,12 +44,7 @@ def run(config, workdir: str | None = None, *, env: Any = None, network: Any = N
     Raises:
       rlcore.errors.ConfigError: a refused config, in one line naming the field.
     """
-    from runtime.commands.train import train_in_python, with_own_code
+    from runtime.commands.train import train_in_python
 
-    def trainer():
-        from anakin.train import MODE, train
-
-        return MODE, train
-
-    config = with_own_code(config, env=env, network=network, algorithm=algorithm)
-    return train_in_python(config, workdir, trainer, fresh=fresh, on_row=on_row, mesh=mesh)
+    return train_in_python(config, workdir, trainer, env=env, network=network,
+                           algorithm=algorithm, fresh=fresh, on_row=on_row, mesh=mesh)

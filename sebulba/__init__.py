@@ -9,9 +9,17 @@ from typing import Any, Callable
 __all__ = ["run"]
 
 
+def trainer():
+    """Sebulba's checks and trainer, ``(MODE, train)``, imported when called (the command
+    line's and ``run``'s)."""
+    from sebulba.train import MODE, train
+
+    return MODE, train
+
+
 def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
-        algorithm: Any = None,
-        on_row: Callable[[dict], None] | None = None, fresh: bool = False) -> list[dict]:
+        algorithm: Any = None, on_row: Callable[[dict], None] | None = None,
+        fresh: bool = False) -> list[dict]:
     """Trains a Sebulba run from Python, as ``python -m sebulba.main`` does; the arguments
     are ``anakin.run``'s (a jittable env of your own runs on a host CPU device).
 
@@ -21,12 +29,7 @@ def run(config, workdir: str | None = None, *, env: Any = None, network: Any = N
     Raises:
       rlcore.errors.ConfigError: a refused config, in one line naming the field.
     """
-    from runtime.commands.train import train_in_python, with_own_code
+    from runtime.commands.train import train_in_python
 
-    def trainer():
-        from sebulba.train import MODE, train
-
-        return MODE, train
-
-    config = with_own_code(config, env=env, network=network, algorithm=algorithm)
-    return train_in_python(config, workdir, trainer, fresh=fresh, on_row=on_row)
+    return train_in_python(config, workdir, trainer, env=env, network=network,
+                           algorithm=algorithm, fresh=fresh, on_row=on_row)

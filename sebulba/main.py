@@ -13,6 +13,7 @@ if __name__ == "__main__":  # from here on a signal ends the command with its on
 from absl import app, flags  # noqa: E402 - after the handlers: imports take seconds
 
 import configs  # noqa: E402 - the shipped configs' file locator only
+import sebulba  # noqa: E402 - its trainer, imported when called
 from runtime.commands import train as train_command  # noqa: E402
 from runtime.commands import train_flags
 
@@ -21,16 +22,9 @@ FLAGS = train_flags.define_flags(config="configs/atari_ppo.py", workdir="runs/se
 flags.adopt_module_key_flags(train_flags)  # absl's --help lists only the main's key flags
 
 
-def _trainer():
-    """Sebulba's checks and trainer, imported once the early checks passed."""
-    from sebulba.train import MODE, train
-
-    return MODE, train
-
-
 def _main(argv):
     del argv
-    return train_command.run_main(FLAGS.config.value, FLAGS.workdir.value, _trainer,
+    return train_command.run_main(FLAGS.config.value, FLAGS.workdir.value, sebulba.trainer,
                                   fresh=FLAGS.fresh.value)
 
 

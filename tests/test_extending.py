@@ -177,6 +177,19 @@ def user_package(tmp_path, monkeypatch):
     return root
 
 
+def _with(user_package) -> dict:
+    """The environment of a command that imports the user's package."""
+    return dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+
+
+def _sebulba_trains(env: dict, workdir, *overrides: str) -> None:
+    """``sebulba.main`` on the shipped CartPole config with ``overrides``, 4000 steps."""
+    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
+                                      *overrides, "--config.total_env_steps=4000",
+                                      f"--workdir={workdir}"], env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", ["Corridor", "short_corridor", "MyCartPole",
                                   "cartpole_object", "made"])
 def test_each_form_of_env_runs_with_auto_reset_in_both_modes(user_package, name):
@@ -259,7 +272,7 @@ def test_a_gymnax_subclass_trains_as_the_built_in_env(user_package, tmp_path):
 def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_path):
     """Anakin trains the corridor, resumes it and evaluates it; Sebulba trains it on a host
     CPU device; a bad path exits 2 in one line before anything compiles."""
-    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    env = _with(user_package)
     workdir = str(tmp_path / "anakin")
     args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.env_id=userenvs:Corridor",
             "--config.total_env_steps=8192", "--config.log_every=4", f"--workdir={workdir}"]
@@ -269,11 +282,7 @@ def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_pat
     assert read_metrics(workdir)[-1]["env_steps"] == 12288
     proc = run_entry("anakin.evaluate", [f"--workdir={workdir}", "--episodes=2"], env=env)
     assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
-    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
-                                      "--config.env_id=userenvs:short_corridor",
-                                      "--config.total_env_steps=4000",
-                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _sebulba_trains(env, tmp_path / "sebulba", "--config.env_id=userenvs:short_corridor")
     proc = run_entry("anakin.main", [*args[:1], "--config.env_id=userenvs:not_an_env",
                                      f"--workdir={tmp_path / 'bad'}"], env=env)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
@@ -311,15 +320,11 @@ def test_your_own_torso_trains_normalised_resumes_and_evaluates(user_package, tm
     train(config, str(tmp_path / "halves"), mesh=mesh)
     assert reproducible_part(read_metrics(tmp_path / "halves")) == reproducible_part(
         read_metrics(tmp_path / "whole"))
-    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    env = _with(user_package)
     proc = run_entry("anakin.evaluate", [f"--workdir={tmp_path / 'whole'}", "--episodes=2"],
                      env=env)
     assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
-    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
-                                      "--config.network=usernets:Wide",
-                                      "--config.total_env_steps=4000",
-                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _sebulba_trains(env, tmp_path / "sebulba", "--config.network=usernets:Wide")
 
 
 @pytest.mark.parametrize("network,message", [
@@ -336,8 +341,13 @@ def test_your_own_torso_trains_normalised_resumes_and_evaluates(user_package, tm
      "import path PACKAGE.MODULE:NAME, got 'resnet'"),
 ])
 def test_a_bad_torso_is_one_line_before_compile(user_package, network, message):
+    _refused_before_compile("network", network, message)
+
+
+def _refused_before_compile(field: str, value: str, message: str) -> None:
+    """``prepare`` of CartPole PPO with ``field=value`` raises one line starting ``message``."""
     config = cartpole_ppo.get_config()
-    config.network = network
+    config[field] = value
     with pytest.raises(ConfigError) as e:
         prepare(config)
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
@@ -428,7 +438,7 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
     """``--config.algo.NAME`` sets one, ``--config.sweep.algo.NAME`` sweeps a float one (each
     agent's metrics tagged ``algo.NAME``), a resume with another value is refused naming
     ``algo``; Sebulba trains it too."""
-    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    env = _with(user_package)
     workdir = str(tmp_path / "sweep")
     args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.algorithm=useralgos:ScaledPPO",
             "--config.total_env_steps=4096", "--config.log_every=4", f"--workdir={workdir}"]
@@ -443,12 +453,8 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
                                      "--config.algo.label=other",
                                      "--config.total_env_steps=8192"], env=env)
     assert proc.returncode == 2 and proc.stderr.startswith("config error: algo: the checkpoint")
-    proc = run_entry("sebulba.main", [f"--config={REPO}/configs/cartpole_ppo_sebulba.py",
-                                      "--config.algorithm=useralgos:ScaledPPO",
-                                      "--config.algo.ent_scale=0.5",
-                                      "--config.total_env_steps=4000",
-                                      f"--workdir={tmp_path / 'sebulba'}"], env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _sebulba_trains(env, tmp_path / "sebulba", "--config.algorithm=useralgos:ScaledPPO",
+                    "--config.algo.ent_scale=0.5")
 
 
 @pytest.mark.parametrize("flags,message", [
@@ -461,7 +467,7 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
 ])
 def test_a_bad_hyperparameter_is_one_line_before_compile(user_package, tmp_path, flags,
                                                          message):
-    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(user_package), REPO]))
+    env = _with(user_package)
     proc = run_entry("anakin.main", [f"--config={REPO}/configs/cartpole_ppo.py",
                                      "--config.algorithm=useralgos:ScaledPPO", *flags,
                                      f"--workdir={tmp_path / 'run'}"], env=env)
@@ -478,8 +484,4 @@ def test_a_bad_hyperparameter_is_one_line_before_compile(user_package, tmp_path,
     ("useralgos:Missing", "algorithm: module 'useralgos' has no attribute 'Missing'"),
 ])
 def test_a_class_that_is_no_algorithm_is_one_line(user_package, algorithm, message):
-    config = cartpole_ppo.get_config()
-    config.algorithm = algorithm
-    with pytest.raises(ConfigError) as e:
-        prepare(config)
-    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+    _refused_before_compile("algorithm", algorithm, message)

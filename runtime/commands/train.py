@@ -188,13 +188,15 @@ def with_own_code(config, *, env: Any = None, network: Any = None, algorithm: An
     return out
 
 
-def train_in_python(config, workdir: str | None, trainer: Trainer, *, fresh: bool = False,
+def train_in_python(config, workdir: str | None, trainer: Trainer, *, env: Any = None,
+                    network: Any = None, algorithm: Any = None, fresh: bool = False,
                     **train_kwargs) -> list[dict]:
-    """A training run called from Python (``anakin.run``, ``sebulba.run``): the command's
-    checks in its order (``_ready``), then ``train(config, workdir, **train_kwargs)``;
-    returns the logged rows. A refusal raises (``ConfigError``: its one line) instead of
-    exiting; the workdir's lock is given back when the run ends, so the same process may
-    train there again."""
+    """A training run called from Python (``anakin.run``, ``sebulba.run``): ``config`` with
+    the caller's code (``with_own_code``), the command's checks in its order (``_ready``),
+    then ``train(config, workdir, **train_kwargs)``; returns the logged rows. A refusal
+    raises (``ConfigError``: its one line) instead of exiting; the workdir's lock is given
+    back when the run ends, so the same process may train there again."""
+    config = with_own_code(config, env=env, network=network, algorithm=algorithm)
     try:
         _, train = _ready(config, workdir, trainer, fresh)
         return train(config, workdir, **train_kwargs)
