@@ -37,7 +37,14 @@ def _last_returns(metrics_path) -> list[float]:
 
 
 def check_anakin(texts, out) -> None:
-    """The training summary gives the mean and range over the agents, not one agent's."""
+    """The training summary gives the mean and range over the agents, not one agent's; the
+    notebook's own env trained through ``anakin.run``, its callback printing each line."""
+    grid = os.path.join(out, "anakin_gridworld")
+    with open(os.path.join(grid, "config.json")) as f:
+        assert json.load(f)["env_id"] == "__main__:GridWorld"
+    printed = [ln for t in texts for ln in t.splitlines() if ln.startswith("grid update")]
+    with open(os.path.join(grid, "metrics.jsonl")) as f:
+        assert len(printed) == len(f.readlines()) >= 2
     found = [m for t in texts for m in SUMMARY.finditer(t)]
     assert len(found) == 1, texts
     mean, agents, low, high = (float(x) for x in found[0].groups())
