@@ -261,12 +261,17 @@ def _short(env_id: str, **overrides):
 
 def test_a_gymnax_subclass_trains_as_the_built_in_env(user_package, tmp_path):
     """gymnax's CartPole through an import path gives the same metrics as ``CartPole-v1``
-    (fixed seed, two agents): the adapter is the one gymnax's own ids go through."""
+    (fixed seed; two seeds of two swept learning rates, four agents): the adapter is the one
+    gymnax's own ids go through."""
     mesh = data_mesh(jax.devices()[:1])
-    train(_short("userenvs:MyCartPole", num_seeds=2), str(tmp_path / "user"), mesh=mesh)
-    train(_short("CartPole-v1", num_seeds=2), str(tmp_path / "builtin"), mesh=mesh)
+    for env_id, name in (("userenvs:MyCartPole", "user"), ("CartPole-v1", "builtin")):
+        config = _short(env_id, num_seeds=2)
+        config.sweep.learning_rate = (5e-4, 1e-3)
+        train(config, str(tmp_path / name), mesh=mesh)
     user = reproducible_part(read_metrics(tmp_path / "user"))
-    assert user == reproducible_part(read_metrics(tmp_path / "builtin")) and len(user) == 4
+    assert user == reproducible_part(read_metrics(tmp_path / "builtin")) and len(user) == 8
+    assert {(r["learning_rate"], r["seed"]) for r in user} == {
+        (lr, s) for lr in (5e-4, 1e-3) for s in (0, 1)}
 
 
 def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_path):
