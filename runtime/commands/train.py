@@ -33,7 +33,7 @@ from runtime.config.validation import ModeChecks, validate, validate_distributed
 from runtime.process import exits, failure, signals
 from runtime.run import lock as workdir_lock
 from runtime.run import resume
-from runtime.run.summary import next_steps_line, print_summary, whole_run
+from runtime.run.summary import curve_line, next_steps_line, print_summary, whole_run
 from runtime.run.workdir import check_workdir, start_fresh
 
 # How a training command reports its errors (any other is a traceback and exit 1).
@@ -197,12 +197,15 @@ def train_in_python(config, workdir: str | None, trainer: Trainer, *, env: Any =
     raises (``ConfigError``: its one line) instead of exiting; the workdir's lock is given
     back when the run ends, so the same process may train there again."""
     config = with_own_code(config, env=env, network=network, algorithm=algorithm)
+    clean = False
     try:
         _, train = _ready(config, workdir, trainer, fresh)
-        return train(config, workdir, **train_kwargs)
+        rows = train(config, workdir, **train_kwargs)
+        clean = True
+        return rows
     finally:
         if workdir:
-            workdir_lock.release(workdir)
+            workdir_lock.release(workdir, remove=clean)
 
 
 def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
@@ -212,4 +215,8 @@ def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
     if distributed.is_main_process():  # one console for the run: process 0's
         print_summary(whole_run(workdir, rows))  # a resumed run's earlier lines too
         if workdir:
-            print(next_steps_line(mode.name, workdir))
+            for line in (curve_line(workdir), next_steps_line(mode.name, workdir,
+                                                             mode.num_agents(config))):
+                if line:
+                    print(line)
+            workdir_lock.release(workdir, remove=True)  # a clean end leaves no run.lock

@@ -2,7 +2,8 @@
 
 ``hold(workdir)`` takes an exclusive ``fcntl.flock`` on ``workdir/run.lock`` without
 waiting and keeps the file open until the process ends, so the kernel releases it however
-the process ends (a ``kill -9`` leaves no stale lock). The file holds the holder's host,
+the process ends (a ``kill -9`` leaves no stale lock); a run that ends cleanly removes the
+file (``release(workdir, remove=True)``). The file holds the holder's host,
 pid and start time, which the refusal of a second run names; a multi-process run's
 process 0 adds the run's coordinator address (``run_tag``). The other processes of such a
 run write nothing there: ``check_free`` refuses them when a run other than theirs holds
@@ -13,6 +14,7 @@ directory".
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import os
@@ -117,8 +119,13 @@ def _read(fd: int) -> str:
     return os.read(fd, 512).decode(errors="replace").strip()
 
 
-def release(workdir: str) -> None:
-    """Gives the lock of ``workdir`` back (tests; a run keeps it until it exits)."""
+def release(workdir: str, remove: bool = False) -> None:
+    """Gives the lock of ``workdir`` back, and with ``remove`` deletes its file (a run that
+    ended cleanly: a finished run directory holds no ``run.lock``)."""
     fd = _held.pop(os.path.abspath(workdir), None)
-    if fd is not None:
-        os.close(fd)
+    if fd is None:
+        return
+    if remove:
+        with contextlib.suppress(OSError):
+            os.unlink(files.lock_path(workdir))
+    os.close(fd)

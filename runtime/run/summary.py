@@ -5,6 +5,7 @@ evaluated, and the commands that go on from there."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from runtime.run import files
@@ -47,10 +48,20 @@ def print_summary(rows) -> None:
                   f"final {evals[max(evals)]:.1f} (at {max(evals):,} env steps)")
 
 
-def next_steps_line(mode: str, workdir: str) -> str:
-    """What to run next on a finished run in ``workdir`` of ``mode`` (anakin, sebulba)."""
-    return (f"next: python -m {mode}.evaluate --workdir={workdir} scores the agent; the "
-            "same command with a larger --config.total_env_steps trains it further")
+def next_steps_line(mode: str, workdir: str, agents: int = 1) -> str:
+    """What to run next on a finished run in ``workdir`` of ``mode`` (anakin, sebulba) that
+    trained ``agents`` agents (more than one: ``--agent`` picks which is scored)."""
+    which = ("scores the agent" if agents == 1 else
+             f"--agent=K scores agent K (0..{agents - 1}, seeds within sweep values)")
+    return (f"next: python -m {mode}.evaluate --workdir={workdir} {which}; the same command "
+            "with a larger --config.total_env_steps trains it further")
+
+
+def curve_line(workdir: str) -> str | None:
+    """The line that names the run's ``curve.png`` (None where none was written)."""
+    path = files.curve_path(workdir)
+    return f"curve: {path} (mean episode return against env steps)" if os.path.exists(
+        path) else None
 
 
 def _mean_curve(rows, key: str = "episode_return") -> dict[int, float]:

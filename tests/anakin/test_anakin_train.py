@@ -140,6 +140,8 @@ def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
                                    and ln.endswith(f"final {evals[-1]:.1f} (at 2,560 env "
                                                    "steps)") for ln in out), out
     assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
+    assert out[-2] == f"curve: {workdir}/curve.png (mean episode return against env steps)"
+    assert not os.path.exists(os.path.join(workdir, "run.lock"))  # a clean end removes it
 
 
 @pytest.mark.parametrize("algorithm, lag", [

@@ -415,3 +415,16 @@ def test_a_signal_before_the_first_update_completed_saves_nothing(tmp_path):
         assert info.value.code == 130 and rundir.ckpt.steps() == []
     finally:
         rundir.close()
+
+
+def test_the_closing_lines_name_the_curve_and_the_agent_to_score(tmp_path):
+    from runtime.run.summary import curve_line, next_steps_line
+
+    assert curve_line(str(tmp_path)) is None  # none written
+    (tmp_path / "curve.png").write_bytes(b"png")
+    assert curve_line(str(tmp_path)) == (f"curve: {tmp_path}/curve.png (mean episode return "
+                                         "against env steps)")
+    assert "scores the agent;" in next_steps_line("anakin", "runs/x")
+    many = next_steps_line("anakin", "runs/x", agents=4)
+    assert many.startswith("next: python -m anakin.evaluate --workdir=runs/x --agent=K scores "
+                           "agent K (0..3, ")
