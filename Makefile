@@ -26,13 +26,18 @@ demo: $(STAMP)
 # trained to thresholds, suites, notebooks, long variants of default-tier checks);
 # `make test-newest` the smoke tests on the newest stack; CI runs all three; `make test-all`
 # runs the first two in one session (README, Tests).
+# Each tier says first how long it took on a quiet 2-core host (WORKSPACE-notes.md, "CI's
+# tiers"), then prints a progress line every 30 s (tests/progress.py) and pytest's summary.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS)
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) -p tests.progress --progress-lines \
+	-o console_output_style=classic
 
 test: $(STAMP)
+	@echo "make test: the default tier, about 9 minutes on a quiet 2-core host (a progress line every 30 s)"
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP)
+	@echo "make test-slow: the long tier, about 12 minutes on a quiet 2-core host (a progress line every 30 s)"
 	$(PYTEST) -m slow tests
 
 # The newest stack (CI's third tier): its own venv, .venv-newest, with the newest Python >= 3.12
