@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -32,8 +33,6 @@ def examples(tmp_path, monkeypatch):
 
 def _command(module: str, config: str, args: list[str], cwd, timeout_s: float = 300):
     """``python -m module`` from ``cwd`` (the copy), podracer-rl importable as installed."""
-    import subprocess
-
     env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(cwd), REPO]))
     return subprocess.run([sys.executable, "-m", module, f"--config={config}", *OWN, *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
@@ -53,6 +52,13 @@ def test_the_examples_run_from_the_command_line_in_both_architectures(examples, 
         assert json.loads((workdir / "config.json").read_text())["algo"] == {
             "dpo_alpha": 2.0, "dpo_beta": 0.5}
         assert read_metrics(workdir)
+    # A relative --video path lands in the run directory, not where the command runs.
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([str(examples), REPO]))
+    proc = subprocess.run([sys.executable, "-m", "anakin.evaluate",
+                           f"--workdir={tmp_path / 'anakin'}", "--episodes=1", "--video=grid.gif"],
+                          cwd=examples, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "anakin" / "grid.gif").is_file() and not (examples / "grid.gif").exists()
 
 
 def _trained_to_threshold(run, config, workdir, **kwargs) -> list[dict]:

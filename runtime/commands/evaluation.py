@@ -340,7 +340,8 @@ def define_flags() -> None:
                         "Run directory to evaluate (config.json and checkpoints/); required.")
     flags.DEFINE_integer("episodes", 10, "Episodes to play (the first of one env each).")
     flags.DEFINE_boolean("greedy", False, "Argmax actions instead of sampling the policy.")
-    flags.DEFINE_string("video", "", "Write env 0's first episode here (.mp4 or .gif).")
+    flags.DEFINE_string("video", "", "Write env 0's first episode here (.mp4 or .gif); a "
+                        "relative path is inside --workdir.")
     flags.DEFINE_integer("agent", 0, "Agent of a num_seeds or sweep run, 0..N-1 (a Sebulba run "
                          "has one: 0).")
     flags.DEFINE_integer("max_episode_steps", 0, "Time-limit override (0: the env's own).")
@@ -374,8 +375,18 @@ def args_from_flags() -> EvalArgs:
     from absl import flags
 
     f = flags.FLAGS
-    return EvalArgs(workdir=f.workdir or "", episodes=f.episodes, greedy=f.greedy,
-                    video=f.video, agent=f.agent, max_episode_steps=f.max_episode_steps)
+    workdir = f.workdir or ""
+    return EvalArgs(workdir=workdir, episodes=f.episodes, greedy=f.greedy,
+                    video=video_path(workdir, f.video), agent=f.agent,
+                    max_episode_steps=f.max_episode_steps)
+
+
+def video_path(workdir: str, video: str) -> str:
+    """Where ``--video=video`` is written: a relative path inside the run directory (beside
+    its ``curve.png``, and moved with it by ``--fresh``), an absolute one as it is."""
+    if not video or os.path.isabs(video) or not workdir:
+        return video
+    return os.path.join(workdir, video)
 
 
 def report(config, args: EvalArgs, evaluation: Evaluation,
@@ -420,7 +431,7 @@ def run(evaluate: Callable[[ml_collections.ConfigDict, EvalArgs], Evaluation],
             print(f"video: {args.video} ({len(frames)} frames of "
                   f"{frames[0].shape[1]}x{frames[0].shape[0]}, step and return on each)")
 
-    # Never a file in the workdir (a run may be training there): the temporary directory.
+    # No details file in the workdir (a run may be training there): the temporary directory.
     exits.run_command(body, EVALUATE_ERRORS, details=failure.Details(None))
 
 

@@ -115,3 +115,12 @@ def test_restore_latest_lists_again_when_a_step_vanished_while_listed(tmp_path, 
     failures = ev.LIVE_RETRIES
     with pytest.raises(FileNotFoundError):
         ev.restore_latest(str(tmp_path), state, "anakin")
+
+
+def test_a_relative_video_path_is_inside_the_run_directory():
+    from runtime.commands.evaluation import video_path
+
+    assert video_path("runs/demo", "cartpole.mp4") == "runs/demo/cartpole.mp4"
+    assert video_path("runs/demo", "videos/a.gif") == "runs/demo/videos/a.gif"
+    assert video_path("runs/demo", "/tmp/a.mp4") == "/tmp/a.mp4"
+    assert video_path("runs/demo", "") == ""
