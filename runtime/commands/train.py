@@ -31,6 +31,7 @@ from runtime.config import memory_check
 from runtime.config.algo import fill_own
 from runtime.config.validation import ModeChecks, validate, validate_distributed, validate_fields
 from runtime.process import exits, failure, signals
+from runtime.run import files as run_files
 from runtime.run import lock as workdir_lock
 from runtime.run import resume
 from runtime.run.summary import curve_line, next_steps_line, print_summary, whole_run
@@ -219,4 +220,5 @@ def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
                                                              mode.num_agents(config))):
                 if line:
                     print(line)
+            run_files.remove_empty(workdir)  # no empty errors.log or event file is left
             workdir_lock.release(workdir, remove=True)  # a clean end leaves no run.lock

@@ -34,6 +34,26 @@ RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOA
                TENSORBOARD_AGENTS, CURVE)
 
 
+EMPTY_LEFT_OUT = ("errors*.log", TENSORBOARD_GLOB)  # removed from a finished run when empty
+
+
+def remove_empty(workdir: str) -> list[str]:
+    """Removes the files of ``EMPTY_LEFT_OUT`` that hold nothing, in ``workdir`` and in each
+    agent's TensorBoard directory (a finished run keeps only files with something in them);
+    returns their paths."""
+    import glob
+
+    folders = [workdir, *glob.glob(os.path.join(workdir, TENSORBOARD_AGENTS, "*"))]
+    removed = []
+    for folder in folders:
+        for pattern in EMPTY_LEFT_OUT:
+            for path in glob.glob(os.path.join(folder, pattern)):
+                if os.path.isfile(path) and os.path.getsize(path) == 0:
+                    os.remove(path)
+                    removed.append(path)
+    return removed
+
+
 def config_path(workdir: str) -> str:
     """``workdir/config.json``."""
     return os.path.join(workdir, CONFIG)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,8 @@ def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     assert out[-1].startswith(f"next: python -m anakin.evaluate --workdir={workdir} "), out
     assert out[-2] == f"curve: {workdir}/curve.png (mean episode return against env steps)"
     assert not os.path.exists(os.path.join(workdir, "run.lock"))  # a clean end removes it
+    assert not [p for p in pathlib.Path(workdir).rglob("*") if p.is_file()
+                and p.stat().st_size == 0 and "checkpoints" not in p.parts]  # no empty file
 
 
 @pytest.mark.parametrize("algorithm, lag", [

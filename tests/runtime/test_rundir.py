@@ -428,3 +428,21 @@ def test_the_closing_lines_name_the_curve_and_the_agent_to_score(tmp_path):
     many = next_steps_line("anakin", "runs/x", agents=4)
     assert many.startswith("next: python -m anakin.evaluate --workdir=runs/x --agent=K scores "
                            "agent K (0..3, ")
+
+
+def test_a_finished_run_keeps_no_empty_log_or_event_file(tmp_path):
+    from runtime.run import files
+
+    (tmp_path / "errors.log").write_text("")
+    (tmp_path / "errors-p1.log").write_text("a warning\n")
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(b"")
+    agent = tmp_path / "tb" / "seed=1"
+    agent.mkdir(parents=True)
+    (agent / "events.out.tfevents.2.host").write_bytes(b"")
+    (agent / "events.out.tfevents.3.host").write_bytes(b"x")
+    (tmp_path / "metrics.jsonl").write_text("")  # not ours to remove
+    removed = files.remove_empty(str(tmp_path))
+    assert sorted(os.path.relpath(p, tmp_path) for p in removed) == [
+        "errors.log", "events.out.tfevents.1.host", "tb/seed=1/events.out.tfevents.2.host"]
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "errors-p1.log", "events.out.tfevents.3.host", "metrics.jsonl"]
