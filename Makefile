@@ -1,23 +1,34 @@
-# Every target sets up .venv first (created with python3 -m venv, project installed editable
-# with the dev extra) when it is missing or older than pyproject.toml.
+# Every target sets up .venv first (created with python3 -m venv, the project installed
+# editable) when it is missing or older than pyproject.toml: `make demo` with the core
+# dependencies only, every other target with the dev extra (tests, docs, every env suite).
+# pip's own output goes to .venv/pip.log (shown where a step fails); one line per step.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
+STAMP := $(VENV)/.installed-dev
+PIP_LOG := $(VENV)/pip.log
+PIP := $(PY) -m pip install --disable-pip-version-check
 
 .PHONY: demo test test-slow test-newest test-all bench bench-minatar bench-breakout ablate lint docs clean setup
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(CORE): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: podracer-rl and its core dependencies into $(VENV) (pip's output: $(PIP_LOG))"
+	@$(PIP) --upgrade pip > $(PIP_LOG) 2>&1 || (tail -n 40 $(PIP_LOG); exit 1)
+	@$(PIP) -e . >> $(PIP_LOG) 2>&1 || (tail -n 40 $(PIP_LOG); exit 1)
+	@touch $(CORE)
+
+$(STAMP): $(CORE)
+	@echo "setup: the dev extra (tests, docs, every env suite) into $(VENV)"
+	@$(PIP) -e '.[dev]' >> $(PIP_LOG) 2>&1 || (tail -n 40 $(PIP_LOG); exit 1)
+	@touch $(STAMP)
 
 DEMO_DIR ?= runs/demo
 
-demo: $(STAMP)
+demo: $(CORE)
 	rm -rf $(DEMO_DIR)
 	$(PY) -m anakin.main --config=configs/cartpole_ppo.py --workdir=$(DEMO_DIR)
 

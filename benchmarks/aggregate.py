@@ -42,7 +42,12 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from rliable import library, metrics
+
+try:
+    from rliable import library, metrics
+except ModuleNotFoundError:  # the bench extra: one line, not a traceback
+    sys.exit("benchmarks need the 'bench' extra, which is not installed: "
+             "pip install -e '.[bench]'")
 
 from envs import atari_scores
 from runtime.process.arguments import OneLineParser, doc_summary

@@ -10,8 +10,9 @@ on host threads. The suites of ``SUITES`` (``craftax``: ``Craftax-Classic-Symbol
 ``MiniGrid-DoorKey-5x5``, ``MiniGrid-MemoryS8``, ...; ``jumanji``: its envs with one
 discrete action, ``Snake-v1``, ``Game2048-v1``, ...; ``playground``: MuJoCo Playground's DM
 Control Suite tasks, ``CartpoleBalance``, ...; prefixed ids only) are jittable too, and
-each installs as the optional extra of its name: an id of a suite that is not installed is
-refused with one line naming the extra (``check_extra``).
+each installs as the optional extra of its name, as Brax does (``brax``): an id of a suite
+or of Brax that is not installed is refused with one line naming the extra
+(``check_extra``).
 
 An ``env_id`` is ``library:name`` or a bare name. ``resolve(env_id, mode)`` is the one rule:
 
@@ -199,12 +200,18 @@ def resolve(env_id: str, mode: str) -> Resolved:
     return resolved
 
 
+# Libraries besides the suites that install as an optional extra of their own name: library
+# -> the module that is there once it is installed.
+OTHER_EXTRAS = {BRAX: "brax"}
+
+
 def missing_extra(library: str) -> str | None:
     """The optional extra that ``library`` needs and this install lacks (None: installed, or
-    not a suite)."""
-    if library not in SUITES:
+    in the core install)."""
+    module = SUITES[library][0] if library in SUITES else OTHER_EXTRAS.get(library)
+    if module is None:
         return None
-    return None if importlib.util.find_spec(SUITES[library][0]) else library
+    return None if importlib.util.find_spec(module) else library
 
 
 def check_extra(env_id: str, library: str) -> None:

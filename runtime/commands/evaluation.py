@@ -49,6 +49,7 @@ Bad arguments raise ``EvalError``; the driver (``runtime.process.exits``) prints
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import numbers
 import os
@@ -143,6 +144,9 @@ def check_args(args: EvalArgs) -> None:
         problem = output_file_problem(args.video, VIDEO_EXTENSIONS)
         if problem is not None:
             raise EvalError(f"--video: {problem}")
+        if importlib.util.find_spec("imageio") is None:
+            raise EvalError("--video: needs the 'video' extra, which is not installed: "
+                            "pip install -e '.[video]'")
     check_workdir(args.workdir)
 
 

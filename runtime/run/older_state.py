@@ -70,12 +70,20 @@ def difference(like, saved) -> Difference:
         if now.get(path) is None:
             raise StateMismatch(f"it holds {_dotted(path)}, which this version's "
                                          "train state has no place for")
-        if tuple(leaf.shape) != tuple(now[path].shape):
+        if tuple(leaf.shape) != stored_shape(now[path]):
             raise StateMismatch(
                 f"its {_dotted(path)} is {list(leaf.shape)}, this version's "
-                f"{list(now[path].shape)}")
+                f"{list(stored_shape(now[path]))}")
     return Difference(added=tuple(p for p in now if p not in then),
                       dropped=tuple(p for p in then if p not in now))
+
+
+def stored_shape(leaf) -> tuple[int, ...]:
+    """The shape ``leaf`` has on disk: a typed PRNG key array's key data (``[..., 2]`` for
+    threefry), any other array's own."""
+    if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        return tuple(jax.eval_shape(jax.random.key_data, leaf).shape)
+    return tuple(leaf.shape)
 
 
 def restore_older(restore: Callable[[Any], Any], like, saved):

@@ -172,13 +172,29 @@ def test_craftax_classic_in_anakin_logs_achievements(monkeypatch):
 
 
 def test_extras_named_in_pyproject():
-    """Every suite is an optional extra of pyproject.toml, under its library's name."""
+    """Every suite, and Brax, is an optional extra of pyproject.toml, under its library's
+    name; the core dependencies hold none of them, nor the video, bench or developer
+    tools."""
     import tomllib
 
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
-        extras = tomllib.load(f)["project"]["optional-dependencies"]
-    for library in registry.SUITES:
+        project = tomllib.load(f)["project"]
+    extras = project["optional-dependencies"]
+    for library in (*registry.SUITES, *registry.OTHER_EXTRAS, "video", "bench"):
         assert library in extras, library
+    core = " ".join(project["dependencies"])
+    for name in ("brax", "imageio", "rliable", "pytest", "mkdocs", "wandb", "craftax"):
+        assert name not in core, name
+
+
+def test_a_missing_brax_is_refused_naming_its_extra(monkeypatch):
+    real = registry.importlib.util.find_spec
+    monkeypatch.setattr(registry.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "brax" else real(name, *a))
+    with pytest.raises(ConfigError) as e:
+        registry.resolve("brax:inverted_pendulum", registry.ANAKIN)
+    assert str(e.value) == ("env_id: 'brax:inverted_pendulum' needs the 'brax' extra, which "
+                            "is not installed: pip install -e '.[brax]'")
 
 
 # ----------------------------------------------------------------------------- XLand-MiniGrid

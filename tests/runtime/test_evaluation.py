@@ -124,3 +124,17 @@ def test_a_relative_video_path_is_inside_the_run_directory():
     assert video_path("runs/demo", "videos/a.gif") == "runs/demo/videos/a.gif"
     assert video_path("runs/demo", "/tmp/a.mp4") == "/tmp/a.mp4"
     assert video_path("runs/demo", "") == ""
+
+
+def test_a_video_without_the_video_extra_is_one_line(tmp_path, monkeypatch):
+    import importlib.util
+
+    from runtime.commands import evaluation as ev
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "imageio" else real(name, *a))
+    with pytest.raises(ev.EvalError, match=r"^--video: needs the 'video' extra, which is not "
+                       r"installed: pip install -e '\.\[video\]'$"):
+        ev.check_args(ev.EvalArgs(workdir=str(tmp_path), episodes=1,
+                                  video=str(tmp_path / "a.mp4")))

@@ -133,3 +133,17 @@ def test_a_checkpoint_this_version_cannot_continue_is_said_so_and_kept(tmp_path,
         restore_newest_good(ckpt, like, [1], main=True)
     assert reason in str(e.value) and "--fresh" in str(e.value) and "\n" not in str(e.value)
     assert ckpt.steps() == [1]
+
+
+def test_a_typed_key_in_the_state_is_no_mismatch(tmp_path):
+    """A typed PRNG key array is stored as its key data (``[..., 2]``): same structure, no
+    refusal (an env state that holds keys, e.g. XLand-MiniGrid's)."""
+    import jax
+    import numpy as np
+
+    state = {"key": jax.random.split(jax.random.key(0), 3), "w": jax.numpy.ones(2)}
+    ckpt = _saved(tmp_path, state)
+    fresh = {"key": jax.random.split(jax.random.key(1), 3), "w": jax.numpy.zeros(2)}
+    restored = ckpt.restore_checked(fresh, 1)
+    np.testing.assert_array_equal(jax.random.key_data(restored["key"]),
+                                  jax.random.key_data(state["key"]))
