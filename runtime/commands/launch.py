@@ -159,8 +159,10 @@ def _die_with_parent_fn():
 
 
 # Library chatter dropped from the children's output: the CPU collectives' (Gloo) report of
-# each rank's connections, printed by native code at start, one line per rank.
-CHATTER = re.compile(rb"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks\.")
+# each rank's connections, printed by native code at start from several threads at once, so
+# that its pieces may share a line or start one (``[Gloo] Rank [Gloo] Rank 1 is ...``, then
+# ``0 is connected to 3 peer ranks. ...``): a line with either piece is dropped.
+CHATTER = re.compile(rb"\[Gloo\]|is connected to \d+ peer ranks")
 
 # Serialises every line the launcher writes: the children's (one pump thread per stream)
 # and its own notes.
@@ -173,7 +175,7 @@ def _pump(source, sink, prefix: bytes, lock: threading.Lock) -> None:
     skipped; the child's pipe is still drained so it never blocks on a full pipe."""
     with source:
         for line in iter(source.readline, b""):
-            if CHATTER.match(line):
+            if CHATTER.search(line):
                 continue
             line = line if line.endswith(b"\n") else line + b"\n"
             with lock:
