@@ -295,6 +295,11 @@ def mesh_for(config):
     return distributed.data_mesh(jax.devices()[:n] if n else None)
 
 
+def _update_of(state: AnakinState) -> int:
+    """The updates ``state`` has done (agent 0's: the agents move together)."""
+    return int(distributed.to_host(state.learner.update).reshape(-1)[0])
+
+
 def _call_sizes(start: int, total: int, per_call: int) -> list[int]:
     """Sizes of successive calls from update ``start`` to ``total``."""
     sizes, u = [], start
@@ -325,14 +330,16 @@ def train(config, workdir: str | None, *, mesh=None, on_row=None) -> list[dict]:
                     return_label=registry.return_axis_label(config.env_id), on_row=on_row)
     # A resume restores first, so that a finished run says so before compiling.
     state = rundir.restore_or(run.init_state()) if rundir.resumes() else None
+    first = _call_sizes(0 if state is None else _update_of(state), total,
+                        config.updates_per_call)[0]  # announced as the call the compile serves
     try:
         with SignalFlag() as flag:
             flag.compiling()
-            with rundir.compiling(config.updates_per_call):
+            with rundir.compiling(first):
                 compile_s = run.compile(run.abstract_state())  # a fresh run: before its state
             if state is None:
                 state = rundir.restore_or(run.init_state())
-            start = int(distributed.to_host(state.learner.update).reshape(-1)[0])
+            start = _update_of(state)
             longest = None  # the longest call so far, seconds
             for k in _call_sizes(start, total, config.updates_per_call):
                 t_call = time.perf_counter()

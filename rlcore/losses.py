@@ -226,9 +226,8 @@ def ppo_loss(
     ``old_value +- clip_eps``. With ``norm_adv`` advantages are standardised over the whole
     minibatch, across ``axis_name`` devices when given.
 
-    Staleness corrections (``rlcore.staleness``) change the policy term through the batch
-    (``_clipped_surrogate``); ``approx_kl`` stays between behaviour and current policy,
-    ``clip_frac`` counts the ratio that is clipped.
+    Staleness corrections (``rlcore.staleness``) change the policy term through the batch;
+    ``approx_kl`` is between behaviour and current policy, ``clip_frac`` of the ratio.
 
     Args:
       params: network parameters.
@@ -240,9 +239,8 @@ def ppo_loss(
       clip_vloss: clip the value loss as in the PPO2 baselines.
       norm_adv: standardise advantages per minibatch.
       axis_name: device axis the minibatch is split over, or None.
-      objective: ``(r [T, b], A [T, b]) -> [T, b]``, the per-sample policy objective the
-        loss maximises in place of the clipped surrogate (e.g. another algorithm's, as
-        ``min(r A, clip(r) A)`` is PPO's); None: the clipped surrogate.
+      objective: ``(r, A) -> [T, b]``, a per-sample policy objective maximised in place of
+        the clipped surrogate (None).
 
     Returns:
       ``(loss, LossMetrics)``; the loss is this device's share (mean over local elements),

@@ -117,6 +117,19 @@ def test_console_through_a_long_compile(tmp_path, monkeypatch, capfd):
     assert banner.decode() in (tmp_path / "errors.log").read_text() and details.lines == 1
 
 
+def test_a_call_is_announced_as_the_call_it_is(tmp_path, capfd):
+    """A resumed run whose first call is shorter than ``updates_per_call`` announces that
+    call's size when it compiles, and runs it so (one announcement, one size)."""
+    config = _short_config(total_env_steps=16 * 32 * 10, updates_per_call=4)
+    train(config, str(tmp_path), mesh=one_device_mesh())
+    capfd.readouterr()
+    train(_short_config(total_env_steps=16 * 32 * 13, updates_per_call=4), str(tmp_path),
+          mesh=one_device_mesh())
+    err = capfd.readouterr().err.splitlines()
+    assert "compiling the training call (3 updates)..." in err, err
+    assert any(ln.startswith("first call (3 updates) ran in") for ln in err), err
+
+
 def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     """A run extended by a second command: its summary reads the whole metrics.jsonl (the
     first command's lines too), gives the evaluation returns and the next commands."""
