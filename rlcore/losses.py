@@ -205,6 +205,15 @@ def _clipped_surrogate(log_pa: Array, ratio: Array, adv: Array, batch: PPOBatch,
     return -jnp.mean(surrogate), r
 
 
+def _check_ppo_batch(batch: PPOBatch) -> None:
+    """A PPO minibatch's ranks and shapes (``[T, b]`` values, ``[T, b, P]`` distribution
+    parameters)."""
+    chex.assert_rank([batch.old_value, batch.advantages, batch.targets], 2)
+    chex.assert_equal_shape([batch.old_value, batch.advantages, batch.targets])
+    chex.assert_equal_shape_prefix([batch.action, batch.old_value], 2)
+    chex.assert_rank(batch.behaviour_dist_params, 3)
+
+
 def ppo_loss(
     params: Params,
     apply_fn: ApplyFn,
@@ -246,10 +255,7 @@ def ppo_loss(
       ``(loss, LossMetrics)``; the loss is this device's share (mean over local elements),
       so averaging gradients over ``axis_name`` gives the gradient of the global mean.
     """
-    chex.assert_rank([batch.old_value, batch.advantages, batch.targets], 2)
-    chex.assert_equal_shape([batch.old_value, batch.advantages, batch.targets])
-    chex.assert_equal_shape_prefix([batch.action, batch.old_value], 2)
-    chex.assert_rank(batch.behaviour_dist_params, 3)
+    _check_ppo_batch(batch)
     dist, value = _apply_time_major(params, apply_fn, batch.obs, batch.core_state, batch.first)
     log_pa, old_log_pa, entropy = _log_probs(dist, batch.behaviour_dist_params, batch.action)
     log_ratio = log_pa - old_log_pa
