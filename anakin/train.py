@@ -34,6 +34,7 @@ from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check, sweep
 from runtime.config.validation import derive
+from runtime.config.xla_flags import compile_cache_hits
 from runtime.process.signals import SignalFlag
 from runtime.run.cadence import train_eval_due
 from runtime.run.directory import RunDir
@@ -129,14 +130,13 @@ class AnakinRun:
                                        config.debug.nan_at_update,
                                        config.bootstrap_time_limits, self.num_agents > 1,
                                        build.reward_scaling(config))
-        self.update = make_update_fn_for(self.hparams, self.network.apply, self.optimizer,
-                                         AXIS, observer(self.network))
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
                                            AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.state_spec = AnakinState(learner=P(), envs=env_spec,
                                       lagged=P() if self.lag else None)
         self._call = None
+        self.from_cache = False  # whether the persistent compile cache served the compile
 
     def per_agent(self, fn):
         """``fn`` over the agent axis (``jax.vmap``), or ``fn`` itself for one agent."""
@@ -147,14 +147,14 @@ class AnakinRun:
         agent without a sweep)."""
         return None if self.num_agents == 1 and not sweep.swept(self.config) else self.tags
 
-    def agent_update_fn(self, swept: HParams | None):
+    def agent_update_fn(self, swept: HParams | None, num_updates):
         """The update of an agent with ``swept`` values (an HParams of traced scalars where
-        swept, None elsewhere; None without a sweep)."""
-        if swept is None:
-            return self.update
-        hp = self.hparams.override(swept)
+        swept, None elsewhere; None without a sweep) in a run of ``num_updates`` updates (a
+        traced ``[]`` int: the learning rate's schedule reads it, the program does not
+        depend on it)."""
+        hp = self.hparams if swept is None else self.hparams.override(swept)
         return make_update_fn_for(hp, self.network.apply,
-                                  optimizer_for(hp, self.derived.num_updates, self.lag), AXIS,
+                                  optimizer_for(hp, num_updates, self.lag), AXIS,
                                   observer(self.network))
 
     def _env_ids(self, n=None):
@@ -206,9 +206,12 @@ class AnakinRun:
         return AnakinState(learner=learner, envs=init_envs(self.roots),
                            lagged=init_ring(learner.params) if self.lag else None)
 
-    def _device_call(self, state: AnakinState, num_active, roots: Roots, swept):
+    def _device_call(self, state: AnakinState, num_active, num_updates, roots: Roots,
+                     swept):
         """Runs ``updates_per_call`` update slots; slots at or past ``num_active`` are skipped
-        (so a run whose length is not a multiple of the call size compiles once)."""
+        (so a run whose length is not a multiple of the call size compiles once), of a run
+        of ``num_updates`` (an argument: a longer run or an extension compiles nothing
+        new)."""
         env_ids = self._env_ids()
         if self.config.debug.call_delay_ms:
             num_active = _delayed(num_active, self.config.debug.call_delay_ms / 1000)
@@ -219,7 +222,7 @@ class AnakinRun:
                                                 (roots.action, roots.env), env_ids, u)
             if state.lagged is not None:  # values of older params: the learner's own instead
                 traj = traj.replace(behaviour_value=None)
-            learner, loss = self.agent_update_fn(swept)(
+            learner, loss = self.agent_update_fn(swept, num_updates)(
                 state.learner, traj, jax.random.fold_in(roots.update, u))
             episodes = jax.lax.psum(episodes, AXIS)
             new = AnakinState(learner=learner, envs=envs,
@@ -249,7 +252,8 @@ class AnakinRun:
         """
         if self._call is None:
             self.compile(state)
-        return self._call(state, jnp.int32(num_active), self.roots, self.swept)
+        return self._call(state, jnp.int32(num_active), jnp.int32(self.derived.num_updates),
+                          self.roots, self.swept)
 
     def abstract_state(self) -> AnakinState:
         """``init_state``'s shapes, dtypes and shardings, nothing allocated: what the call
@@ -275,13 +279,14 @@ class AnakinRun:
         Raises:
           ConfigError: the call does not fit the devices (``memory_check``).
         """
-        t = time.perf_counter()
+        t, hits = time.perf_counter(), compile_cache_hits()
         fn = jax.shard_map(self._device_call, mesh=self.mesh,
-                           in_specs=(self.state_spec, P(), P(), P()),
+                           in_specs=(self.state_spec, P(), P(), P(), P()),
                            out_specs=(self.state_spec, P()))
         self._call = jax.jit(fn, donate_argnums=0).lower(
-            state, jnp.int32(0), self.roots, self.swept).compile()
+            state, jnp.int32(0), jnp.int32(0), self.roots, self.swept).compile()
         seconds = time.perf_counter() - t
+        self.from_cache = compile_cache_hits() > hits
         train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, self._call, self.env.spec, MODE, self.num_devices,
             distributed.device_counts().processes, "the update call",
@@ -346,7 +351,8 @@ def train(config, workdir: str | None, *, mesh=None, on_row=None) -> list[dict]:
                 state, out, call_s = _timed_call(run, flag, state, start, k, longest)
                 if longest is None:  # training time counts from here: the call's is real
                     rundir.first_call_done(k, call_s, compile_s=compile_s,
-                                           steady_from=(start, t_call))
+                                           steady_from=(start, t_call),
+                                           from_cache=run.from_cache)
                 else:  # debug.learner_delay_ms (a test knob): not the first call
                     _hold(config.debug.learner_delay_ms / 1000, flag)
                 longest = max(longest or 0.0, call_s)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import jax.numpy as jnp
 import optax
 
 from rlcore.hparams import HParams, gradient_steps
@@ -15,21 +16,27 @@ from rlcore.staleness import LR_SCALE, lag_scaled_learning_rate
 from rlcore.types import Scalar
 
 
-def linear_schedule(learning_rate: Scalar, num_updates: int, steps_per_update: int,
+def linear_schedule(learning_rate: Scalar, num_updates: Any, steps_per_update: int,
                     anneal: bool) -> optax.Schedule:
     """Learning rate decaying linearly to 0 over ``num_updates`` updates, constant within an
     update of ``steps_per_update`` optimizer steps; or constant.
 
     Optimizer step ``k`` (counting from 0) is in update ``u = k // steps_per_update`` and uses
-    ``learning_rate * max(0, 1 - u / num_updates)``.
+    ``learning_rate * max(0, 1 - u / num_updates)``. ``num_updates`` may be a traced ``[]``
+    int: then the compiled program does not depend on the run's length (docs/design.md,
+    "Compile time"). The quotient is taken as ``u * (1 / num_updates)`` in float32, as XLA
+    compiles optax's linear schedule of a constant length, so that either gives the same
+    rates to the last bit.
     """
     if not anneal:
         return optax.constant_schedule(learning_rate)
-    per_update = optax.linear_schedule(learning_rate, 0.0, max(int(num_updates), 1))
+    total = jnp.maximum(num_updates, 1)
+    per_update = 1.0 / jnp.asarray(total, jnp.float32)
 
     def schedule(count: Any) -> Any:
         """The rate of optimizer step ``count`` (an int ``[]``)."""
-        return per_update(count // steps_per_update)
+        done = jnp.clip(count // steps_per_update, 0, total).astype(jnp.float32)
+        return learning_rate * (1 - done * per_update)
 
     return schedule
 
@@ -66,7 +73,7 @@ def make_optimizer(
     learning_rate: Scalar,
     *,
     max_grad_norm: Scalar,
-    num_updates: int,
+    num_updates: Any,
     steps_per_update: int,
     anneal_lr: bool,
     adam_eps: Scalar,
@@ -79,7 +86,8 @@ def make_optimizer(
       name: a key of ``OPTIMIZERS``.
       learning_rate: initial learning rate.
       max_grad_norm: global-norm clip (``<= 0`` disables clipping).
-      num_updates: updates of the whole run (for annealing).
+      num_updates: updates of the whole run (for annealing): an int, or a traced ``[]``
+        int.
       steps_per_update: optimizer steps per update (epochs x minibatches).
       anneal_lr: decay the learning rate linearly to 0 over ``num_updates``, once per
         update.
@@ -99,7 +107,7 @@ def make_optimizer(
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
-def optimizer_for(hp: HParams, num_updates: int,
+def optimizer_for(hp: HParams, num_updates: Any,
                   policy_lag: int = 0) -> optax.GradientTransformation:
     """The optimizer of ``hp`` over a run of ``num_updates`` updates (for annealing); under
     the staleness correction ``lr_scale`` its learning rate is

@@ -86,8 +86,8 @@ def _anakin(config, monkeypatch) -> tuple[dict, list[dict]]:
     seen = {}
     make = anakin_train.AnakinRun.agent_update_fn
 
-    def agent_update_fn(self, swept):
-        update = make(self, swept)
+    def agent_update_fn(self, swept, num_updates):
+        update = make(self, swept, num_updates)
 
         def recorded(learner, traj, key):
             jax.debug.callback(lambda u, t: seen.__setitem__(

@@ -207,3 +207,23 @@ def trim_cache(directory: str, max_bytes: int) -> list[str]:
         total -= size
         removed.append(entry.name)
     return removed
+
+
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"  # JAX's event for a program it loaded
+_cache_hits = [0, False]  # programs loaded from the persistent cache; whether counted
+
+
+def compile_cache_hits() -> int:
+    """Programs this process has loaded from the persistent compile cache so far (counted
+    from JAX's monitoring event from the first call on): a compile that raises it was served
+    by the cache."""
+    if not _cache_hits[1]:
+        import jax
+
+        def count(event: str, **_) -> None:
+            if event == CACHE_HIT_EVENT:
+                _cache_hits[0] += 1
+
+        jax.monitoring.register_event_listener(count)
+        _cache_hits[1] = True
+    return _cache_hits[0]

@@ -257,7 +257,8 @@ class RunDir:
             print(first_rollout_line(seconds), file=sys.stderr, flush=True)
 
     def first_call_done(self, updates: int, seconds: float, *, compile_s: float | None = None,
-                        steady_from: tuple[int, float] | None = None) -> None:
+                        steady_from: tuple[int, float] | None = None,
+                        from_cache: bool = False) -> None:
         """Reports the run's first call on the console and keeps it for ``timing.json``.
 
         Args:
@@ -267,9 +268,10 @@ class RunDir:
           compile_s: the ahead-of-time compile's seconds, or None.
           steady_from: ``(update, perf_counter time)`` from which the run's time per update
             is steady (no compile in it), for the ETA and SPS; None: from now on.
+          from_cache: the persistent compile cache served the compile.
         """
         if self.main:
-            print(first_call_line(updates, seconds, compile_s), file=sys.stderr)
+            print(first_call_line(updates, seconds, compile_s, from_cache), file=sys.stderr)
         self.timing.first_call_done(updates, seconds, compile_s)
         if self.logger is not None:
             update, at = steady_from or (self.logger.start_update + updates,

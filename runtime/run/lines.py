@@ -54,14 +54,17 @@ def first_rollout_line(seconds: float) -> str:
     return f"first rollout after {seconds:.1f} s; compiling the learner step"
 
 
-def first_call_line(updates: int, seconds: float, compile_s: float | None) -> str:
+def first_call_line(updates: int, seconds: float, compile_s: float | None,
+                    from_cache: bool = False) -> str:
     """The run's first call of ``updates`` updates took ``seconds`` (compile included,
-    unless ``compile_s``, the ahead-of-time compile's seconds, is given)."""
+    unless ``compile_s``, the ahead-of-time compile's seconds, is given; ``from_cache``: the
+    persistent compile cache served that compile)."""
     noun = "update" if updates == 1 else "updates"
     if compile_s is None:
         return f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s"
-    return (f"first call ({updates} {noun}) ran in {seconds:.1f} s, after a "
-            f"compile of {compile_s:.1f} s")
+    compiled = (f"loading the compiled call from the compile cache in {compile_s:.1f} s"
+                if from_cache else f"a compile of {compile_s:.1f} s")
+    return f"first call ({updates} {noun}) ran in {seconds:.1f} s, after {compiled}"
 
 
 def compiling_line(updates: int) -> str:

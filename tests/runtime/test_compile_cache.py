@@ -120,3 +120,27 @@ def test_warm_cache_changes_no_result_and_compiles_less(tmp_path):
     assert warm["compile_s"] < cold["compile_s"]
     assert (reproducible_part(read_metrics(str(tmp_path / "warm")))
             == reproducible_part(read_metrics(str(tmp_path / "cold"))))
+
+
+def test_a_longer_run_or_an_extension_compiles_nothing_new(tmp_path):
+    """The training call takes the run's length as an argument: a run of another
+    ``total_env_steps`` on a warm cache, and the extension of a finished run, load the
+    training call from the cache (no new ``_device_call`` entry) and say so."""
+    cache = tmp_path / "cache"
+
+    def train(name: str, total: int) -> list[str]:
+        done = run_entry("anakin.main", [
+            "--config=configs/cartpole_ppo.py", f"--workdir={tmp_path / name}",
+            "--config.num_envs=8", "--config.num_steps=16", "--config.updates_per_call=5",
+            "--config.log_every=5", f"--config.total_env_steps={total}",
+            f"--config.compile_cache_dir={cache}"])
+        assert done.returncode == 0, done.stderr
+        return done.stderr.splitlines()
+
+    first = train("a", 1280)
+    calls = {e for e in os.listdir(cache) if e.startswith("jit__device_call-")}
+    assert len(calls) == 1 and any(", after a compile of " in ln for ln in first), first
+    for lines in (train("b", 2560), train("a", 1920)):  # a longer run; an extension
+        assert any("after loading the compiled call from the compile cache in" in ln
+                   for ln in lines), lines
+        assert {e for e in os.listdir(cache) if e.startswith("jit__device_call-")} == calls
