@@ -391,7 +391,9 @@ def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, 
         row = jax.tree.map(lambda x, i=i: x[i], out)
         rows = [row] if run.num_agents == 1 else [
             jax.tree.map(lambda x, a=a: x[a], row) for a in range(run.num_agents)]
-        scalars = [{**r.loss.scalars(), **eval_scalars(r.evals),
+        # Rollout u acts with version max(u - S, 0): a lag of min(u, S) updates (S > 0).
+        lag = {"params_lag": float(min(start + i, run.lag))} if run.lag else {}
+        scalars = [{**r.loss.scalars(), **eval_scalars(r.evals), **lag,
                     "time/update_s": per_update_s} for r in rows]
         rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
                       sps=run.derived.steps_per_update / per_update_s,

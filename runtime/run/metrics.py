@@ -220,7 +220,8 @@ class MetricsLogger:
         agents)``. With swept fields (``variant_keys``) the return is given per variant,
         its mean over seeds: ``return learning_rate=0.001: 23.4, learning_rate=0.0001:
         12.0``. A return without an episode ended since the previous line is the last known
-        one, ``return 23.4 (last)``; SPS and ETA are ``-`` until known."""
+        one, ``return 23.4 (last)``; SPS and ETA are ``-`` until known. A run whose acting
+        params trail the learner's shows the lag's mean (``params_lag``): ``| lag 4.0``."""
         rows = [rows] if isinstance(rows, Mapping) else rows
         row = rows[0]
         done = row["update"]
@@ -235,6 +236,8 @@ class MetricsLogger:
                 ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
         evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
         eval_s = f" | eval return {sum(evals) / len(evals):.1f}" if evals else ""
+        if row.get("params_lag") is not None:  # the acting params' lag behind the learner's
+            eval_s += f" | lag {row['params_lag']:.1f}"
         sps_s = "-" if row["sps"] is None else f"{row['sps'] * len(rows):,.0f}"
         if len(rows) > 1:
             sps_s += f" ({len(rows)} agents)"

@@ -130,6 +130,19 @@ def test_a_call_is_announced_as_the_call_it_is(tmp_path, capfd):
     assert any(ln.startswith("first call (3 updates) ran in") for ln in err), err
 
 
+def test_a_lagged_run_logs_its_lag_in_the_metrics_and_on_the_console(capfd):
+    """At policy lag 2, rollout u acts with version max(u - 2, 0): ``params_lag`` is 0, 1,
+    then 2, as Sebulba logs it; each progress line shows it. A run without lag has no key."""
+    rows = train(_short_config(total_env_steps=16 * 32 * 4, log_every=1, updates_per_call=4,
+                               policy_lag=2), None, mesh=one_device_mesh())
+    assert [r["params_lag"] for r in rows] == [0.0, 1.0, 2.0, 2.0]
+    err = capfd.readouterr().err
+    assert [ln.split("| lag ")[1].split(" |")[0] for ln in err.splitlines()
+            if ln.startswith("update ")] == ["0.0", "1.0", "2.0", "2.0"]
+    assert "params_lag" not in train(_short_config(total_env_steps=16 * 32), None,
+                                     mesh=one_device_mesh())[0]
+
+
 def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     """A run extended by a second command: its summary reads the whole metrics.jsonl (the
     first command's lines too), gives the evaluation returns and the next commands."""
