@@ -31,7 +31,7 @@ EXPORTS = {
     "make_network": "rlcore.networks", "MLPActorCritic": "rlcore.networks",
     "TorsoActorCritic": "rlcore.networks", "RecurrentActorCritic": "rlcore.networks",
 }
-__all__ = list(EXPORTS)
+__all__ = list(EXPORTS)  # pyright: ignore[reportUnsupportedDunderAll] - one list, above
 
 
 def __getattr__(name: str):
