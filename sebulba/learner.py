@@ -90,13 +90,16 @@ def episode_array(items: list[RolloutItem], layout: Layout,
         (n, width), NamedSharding(layout.learner_mesh, P(AXIS)), arrays)
 
 
-def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
+def make_learner_step(hp: HParams, apply_fn, optimizer_of, layout: Layout, roots,
                       core_state=None, final_value: bool = False,
                       discounted_return: bool = False, observe=None,
                       info_names: tuple[str, ...] = ()):
-    """Jitted ``(state, trajectory, episodes, update) -> (state, LearnerOutput)`` over the
-    learner mesh (params replicated, env axis sharded), with the algorithm, epochs and
-    minibatches of ``hp``; ``core_state``: a recurrent agent's CoreState (any leaves, for
+    """Jitted ``(state, trajectory, episodes, update, num_updates) -> (state,
+    LearnerOutput)`` over the learner mesh (params replicated, env axis sharded), with the
+    algorithm, epochs and minibatches of ``hp`` and the optimizer ``optimizer_of(num_updates)``
+    (``rlcore.optim.optimizer_for`` of the run: the run's length is an argument, traced, so
+    a longer run or an extension compiles nothing new; docs/design.md, "Compile time");
+    ``core_state``: a recurrent agent's CoreState (any leaves, for
     the trajectory's structure), None for feed-forward; ``final_value``,
     ``discounted_return``: the rollouts carry that Trajectory field; ``observe``: the
     normalisation statistics' update (``rlcore.normalize.observer``), or None;
@@ -106,9 +109,8 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
     alive while the next update runs, to checkpoint it if a signal abandons that update
     (one more copy of params and optimizer state on each learner device).
     """
-    update_fn = make_update_fn_for(hp, apply_fn, optimizer, AXIS, observe)
-
-    def device_step(state: LearnerState, traj: Trajectory, episodes, update):
+    def device_step(state: LearnerState, traj: Trajectory, episodes, update, num_updates):
+        update_fn = make_update_fn_for(hp, apply_fn, optimizer_of(num_updates), AXIS, observe)
         state, loss = update_fn(state, traj, jax.random.fold_in(roots.update, update))
         sums = jax.lax.psum(jnp.sum(episodes, axis=0), AXIS)
         return state, LearnerOutput(loss=loss,
@@ -116,6 +118,6 @@ def make_learner_step(hp: HParams, apply_fn, optimizer, layout: Layout, roots,
 
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
                          in_specs=(P(), traj_spec(core_state, final_value, discounted_return),
-                                   P(AXIS), P()),
+                                   P(AXIS), P(), P()),
                          out_specs=(P(), P()))
     return jax.jit(step)

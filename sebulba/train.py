@@ -28,12 +28,14 @@ from envs import registry
 from rlcore.learner import init_learner_state
 from rlcore.networks import initial_core
 from rlcore.normalize import observer
+from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState, Trajectory
 from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check
 from runtime.config.validation import derive
+from runtime.config.xla_flags import compile_cache_hits
 from runtime.process import failure
 from runtime.process.exits import ExitNow
 from runtime.process.signals import SignalFlag
@@ -66,14 +68,18 @@ class SebulbaRun:
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
         self.spec = registry.host_env_spec(config.env_id)
+        lag = MODE.policy_lag(config) or 0
         learner = build.learner(config, self.spec, MODE, shards,
                                 distributed.device_counts().processes,
-                                self.derived.num_updates, policy_lag=MODE.policy_lag(config) or 0)
+                                self.derived.num_updates, policy_lag=lag)
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)
+        self.from_cache = False  # the compile cache served the learner step (compile_learner)
+        # The learner step builds its optimizer from the run's length, a traced argument.
+        optimizer_of = functools.partial(optimizer_for, self.hparams, policy_lag=lag)
         self.learner_step = sl.make_learner_step(
-            self.hparams, self.network.apply, self.optimizer, self.layout, self.roots,
+            self.hparams, self.network.apply, optimizer_of, self.layout, self.roots,
             initial_core(self.network, 1), config.bootstrap_time_limits,
             config.normalize_reward, observer(self.network),
             info_names=self.spec.episode_info)
@@ -86,11 +92,14 @@ class SebulbaRun:
         checks XLA's memory figure for it against the learner devices
         (``runtime.commands.train.check_memory``); the compiled program serves every
         update from then on (the same program ``jax.jit`` would have compiled).
+        ``from_cache`` says whether the persistent compile cache served it.
 
         Raises:
           ConfigError: the update does not fit the devices (``memory_check``).
         """
+        hits = compile_cache_hits()
         compiled = self.learner_step.lower(*args).compile()
+        self.from_cache = compile_cache_hits() > hits
         train_command.check_memory(self.config, memory_check.compiled_refusal(
             self.config, compiled, self.spec, MODE, self.layout.learner_mesh.devices.size,
             distributed.device_counts().processes, "the learner update",
@@ -321,7 +330,7 @@ class LearnerLoop:
         computed."""
         run = self.run
         args = (self.state, batch, sl.episode_array(items, run.layout, run.spec.episode_info),
-                jnp.int32(u))
+                jnp.int32(u), jnp.int32(run.derived.num_updates))
         if self.compile_from is not None:  # the first update compiles: nothing new to save
             self.flag.compiling()
             run.compile_learner(*args)
@@ -359,7 +368,8 @@ class LearnerLoop:
         if self.compile_from is None:
             return
         now = time.perf_counter()
-        self.rundir.first_call_done(1, now - self.compile_from, steady_from=(u + 1, now))
+        self.rundir.first_call_done(1, now - self.compile_from, steady_from=(u + 1, now),
+                                    from_cache=self.run.from_cache)
         self.compile_from = None
         self.native.stop()
 

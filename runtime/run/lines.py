@@ -61,7 +61,8 @@ def first_call_line(updates: int, seconds: float, compile_s: float | None,
     persistent compile cache served that compile)."""
     noun = "update" if updates == 1 else "updates"
     if compile_s is None:
-        return f"first call ({updates} {noun}, incl. compile) done after {seconds:.1f} s"
+        compiled = "loading its program from the compile cache" if from_cache else "compile"
+        return f"first call ({updates} {noun}, incl. {compiled}) done after {seconds:.1f} s"
     compiled = (f"loading the compiled call from the compile cache in {compile_s:.1f} s"
                 if from_cache else f"a compile of {compile_s:.1f} s")
     return f"first call ({updates} {noun}) ran in {seconds:.1f} s, after {compiled}"

@@ -13,6 +13,8 @@ from rlcore.errors import ConfigError
 from runtime.config import xla_flags
 from tests.helpers import read_metrics, reproducible_part, run_entry
 
+LEARNER_PROGRAM = "jit_device_step-"  # Sebulba's learner step in the cache (its jitted function)
+
 
 def _config(value: str) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict({"compile_cache_dir": value})
@@ -144,3 +146,30 @@ def test_a_longer_run_or_an_extension_compiles_nothing_new(tmp_path):
         assert any("after loading the compiled call from the compile cache in" in ln
                    for ln in lines), lines
         assert {e for e in os.listdir(cache) if e.startswith("jit__device_call-")} == calls
+
+
+def test_sebulba_longer_run_or_extension_loads_its_learner_step(tmp_path):
+    """Sebulba's learner step takes the run's length as an argument too: a longer run on a
+    warm cache and the extension of a finished run load it (no new entry of its program)
+    and say so in the first-call line."""
+    cache = tmp_path / "cache"
+
+    def train(name: str, total: int) -> list[str]:
+        done = run_entry("sebulba.main", [
+            "--config=configs/cartpole_ppo_sebulba.py", f"--workdir={tmp_path / name}",
+            "--config.num_envs=8", "--config.num_steps=16", "--config.log_every=2",
+            f"--config.total_env_steps={total}", f"--config.compile_cache_dir={cache}"])
+        assert done.returncode == 0, done.stderr
+        return done.stderr.splitlines()
+
+    def learner_entries() -> set[str]:
+        return {e for e in os.listdir(cache) if e.startswith(LEARNER_PROGRAM)}
+
+    first = train("a", 512)
+    entries = learner_entries()
+    assert len(entries) == 1, sorted(os.listdir(cache))
+    assert any("incl. compile)" in ln for ln in first), first
+    for lines in (train("b", 1024), train("a", 768)):  # a longer run; an extension
+        assert any("incl. loading its program from the compile cache)" in ln
+                   for ln in lines), lines
+        assert learner_entries() == entries
