@@ -1,21 +1,26 @@
-"""Sebulba throughput on Atari: raw EnvPool, learner-only and end-to-end, per device split.
+"""Sebulba throughput on Atari, stage by stage: a model of the actor loop, per device split.
 
 ``python -m benchmarks.sebulba_throughput [--network=impala_resnet] [--num_envs=16] ...``
 
 In one run, for the splits {one shared device, 1 actor + 1 learner, 1 actor + 3 learners}
-(fake CPU devices on a CPU-only machine; real ones on a GPU/TPU host):
+(fake CPU devices on a CPU-only machine; real ones on a GPU/TPU host), env steps/s of:
 
-- raw env: EnvPool steps/s with random actions, same envs per thread and threads;
-- learner-only: env steps/s the learner consumes when fed a synthetic batch of the
-  rollout's shape (the same jitted shard_map step the trainer uses);
+- (a) raw env: EnvPool with random actions, the actors' threads and envs per thread;
+- (b) actor loop: the actor threads with a trivial policy (``trivial_policy``: no network),
+  fed by a learner that takes no time: the loop's own cost around the env step;
+- (c) actor: the same with the agent's network;
+- (d) learner-only: the learner step fed a synthetic batch of the rollout's shape (the same
+  jitted shard_map step the trainer uses);
+- (e) end-to-end: Sebulba PPO after the first (compiling) update;
+- efficiency = (e) / min((b), (d)), and the CPU floor: the SPS at which the CPU seconds
+  of (c) and (d) fill every core this process may use (on a host whose cores run envs,
+  inference and learner alike, (e) cannot pass it);
+- CPU s / 1k steps of each stage: this process's CPU seconds (every thread: actors, envs,
+  learner, XLA's pools) per 1000 env steps over the same timed updates;
 - plain step: samples/s of one plain jitted gradient step of the same net on one
-  minibatch, the yardstick for the learner's scan (a rolled scan over a conv-net step is
-  10x slower on CPU);
-- end-to-end: Sebulba PPO SPS after the first (compiling) update;
-- CPU s / 1k steps, learner-only and end-to-end: this process's CPU seconds (every thread:
-  actors, envs, learner, XLA's pools) per 1000 env steps over the same timed updates;
-- efficiency = end-to-end / min(raw env, learner-only), and the per-stage seconds per
-  update (env step, inference, params wait, rollout-queue wait, learner step).
+  minibatch, the yardstick for the learner's scan;
+- the end-to-end run's seconds per update in each stage (env step, inference, params wait,
+  rollout-queue wait, learner step).
 
 With ``--recurrent=lstm`` (or ``gru``) every split gets a second row, ``SPLIT+lstm``: the same
 agent with that core (``--recurrent_hidden`` units) after its torso, against the
@@ -72,10 +77,12 @@ def make_config(args, split: str, recurrent: str = "none"):
     return c
 
 
-def raw_env_sps(config, seconds: float = 3.0) -> float:
-    """EnvPool steps/s with random actions, one thread per actor thread, same pool sizes."""
+def raw_env_sps(config, seconds: float = 3.0) -> tuple[float, float]:
+    """EnvPool steps/s with random actions, one thread per actor thread, same pool sizes,
+    and the process CPU seconds per 1000 of those steps."""
     import numpy as np
 
+    from benchmarks.common import cpu_s_per_1k
     from sebulba.host_envs import make_host_env
 
     n = config.num_envs // config.num_actor_threads
@@ -98,13 +105,67 @@ def raw_env_sps(config, seconds: float = 3.0) -> float:
         t.start()
     ready.wait()
     time.sleep(0.5)
-    start, c0 = time.perf_counter(), sum(counts)
+    start, c0, cpu0 = time.perf_counter(), sum(counts), time.process_time()
     time.sleep(seconds)
-    sps = (sum(counts) - c0) / (time.perf_counter() - start)
+    steps, cpu_s = sum(counts) - c0, time.process_time() - cpu0
+    sps = steps / (time.perf_counter() - start)
     stop.set()
     for t in threads:
         t.join(timeout=30)
-    return sps
+    return sps, cpu_s_per_1k(cpu_s, steps)
+
+
+def trivial_policy(spec):
+    """A policy of the actors' signature that costs nearly nothing: actions from the envs'
+    ids and the step (every action, no network), zero distribution params; what the actor
+    loop does around its network (device transfers, buffers, the env step) is left."""
+    import jax
+    import jax.numpy as jnp
+
+    def policy(params, obs, core, first, env_ids, update, step_index):
+        action = (env_ids * 31 + step_index * 7 + update) % spec.num_actions
+        return action, jnp.zeros((env_ids.shape[0], spec.num_actions), jnp.float32), core
+
+    return jax.jit(policy)
+
+
+def actor_only_sps(config, trivial: bool, updates: int) -> tuple[float, float, dict]:
+    """The actors alone, fed by a learner that takes no time (each update's params version
+    published as soon as its rollouts are in): env steps/s over ``updates`` rollouts after
+    the first (it compiles), process CPU s per 1000 of them, and the actors' mean seconds
+    per rollout in each stage. ``trivial``: ``trivial_policy`` instead of the network."""
+    from benchmarks.common import cpu_s_per_1k
+    from sebulba import pipeline
+    from sebulba.mode import MODE
+    from sebulba.train import SebulbaRun
+
+    run = SebulbaRun(config)
+    if trivial:
+        run.policy = trivial_policy(run.spec)
+    params = run.init_state().params
+    server = pipeline.ParamsServer(run.layout.actor_devices,
+                                   pipeline.versions_kept(MODE.policy_lag(config)))
+    stop = pipeline.StopControl()
+    server.publish(0, params)
+    actors, queues = run.start_actors(0, updates + 1, server, stop)
+    stages: dict = {}
+    try:
+        for u in range(updates + 1):
+            items = [pipeline.get(q, stop, 600.0)[0] for q in queues]
+            if u == 0:
+                start, cpu0 = time.perf_counter(), time.process_time()
+            else:
+                for item in items:
+                    for k, v in item.timers.items():
+                        stages[k] = stages.get(k, 0.0) + v / (len(items) * updates)
+            server.publish(u + 1, params)
+        seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu0
+    finally:
+        stop.stop()
+        for actor in actors:
+            actor.thread.join(timeout=30)
+    steps = config.num_envs * config.num_steps * updates
+    return steps / seconds, cpu_s_per_1k(cpu_s, steps), stages
 
 
 def learner_only_sps(config, repeats: int) -> tuple[float, float]:
@@ -145,11 +206,12 @@ def learner_only_sps(config, repeats: int) -> tuple[float, float]:
     episodes = jax.device_put(np.zeros((mesh.devices.size, 3), np.float32),
                               NamedSharding(mesh, sl.P(sl.AXIS)))
     copy = lambda: jax.tree.map(jnp.copy, traj)  # the step donates nothing but its state
-    state, out = run.learner_step(state, copy(), episodes, jnp.int32(0))
+    length = jnp.int32(run.derived.num_updates)
+    state, out = run.learner_step(state, copy(), episodes, jnp.int32(0), length)
     jax.block_until_ready(out)
     start, cpu0 = time.perf_counter(), time.process_time()
     for u in range(repeats):
-        state, out = run.learner_step(state, traj, episodes, jnp.int32(u + 1))
+        state, out = run.learner_step(state, traj, episodes, jnp.int32(u + 1), length)
     jax.block_until_ready(out)
     seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu0
     return t * b * repeats / seconds, cpu_s_per_1k(cpu_s, t * b * repeats)
@@ -216,36 +278,60 @@ def end_to_end(config):
     return sps, cpu_s_per_1k(cpu_s, steps), stages
 
 
+HEADERS = ["split", "(a) raw env SPS", "(b) actor loop SPS", "(c) actor SPS",
+           "(d) learner-only SPS", "(e) end-to-end SPS", "efficiency", "CPU floor SPS"]
+CPU_HEADERS = ["split", "(a) raw env", "(b) actor loop", "(c) actor", "(d) learner-only",
+               "(e) end-to-end", "(c) + (d)"]
+
+
+def measure(config, updates: int, env: tuple[float, float]) -> tuple[list, list, dict]:
+    """One config's stages (b)-(e) after the raw env's ``env`` (SPS, CPU s / 1k steps):
+    ``(SPS row, CPU s / 1k steps row, the end-to-end run's seconds per stage)``, the rows
+    without the split's name. Efficiency is (e) / min((b), (d)); the CPU floor is the
+    SPS at which the actors' and the learner's CPU seconds, (c) + (d), fill every core."""
+    loop_sps, loop_cpu, _ = actor_only_sps(config, True, updates)
+    actor_sps, actor_cpu, _ = actor_only_sps(config, False, updates)
+    learn_sps, learn_cpu = learner_only_sps(config, updates)
+    e2e, e2e_cpu, stages = end_to_end(config)
+    floor = 1000.0 * usable_cores() / (actor_cpu + learn_cpu)
+    sps = [env[0], loop_sps, actor_sps, learn_sps, e2e]
+    cpu = [env[1], loop_cpu, actor_cpu, learn_cpu, e2e_cpu, actor_cpu + learn_cpu]
+    return ([f"{x:,.0f}" for x in sps] + [f"{e2e / min(loop_sps, learn_sps):.2f}",
+                                          f"{floor:,.0f}"],
+            [f"{x:.3f}" for x in cpu], stages)
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def main(argv=None):
     args = parse_args(argv)
     from benchmarks.common import format_table
 
-    table, stage_rows = [], []
+    table, cpu_rows, stage_rows = [], [], []
     plain = None
     cores = ("none", args.recurrent) if args.recurrent else ("none",)
     for split in args.splits.split(","):
-        env_sps = raw_env_sps(make_config(args, split))
+        env = raw_env_sps(make_config(args, split))
         for core in cores:
             config = make_config(args, split, core)
             name = split if core == "none" else f"{split}+{core}"
-            learn_sps, learn_cpu = learner_only_sps(config, args.updates)
             if plain is None:
                 plain = plain_step_samples_per_s(config)
-            e2e, e2e_cpu, stages = end_to_end(config)
-            eff = e2e / min(env_sps, learn_sps)
-            table.append([name, f"{env_sps:,.0f}", f"{learn_sps:,.0f}", f"{learn_cpu:.3f}",
-                          f"{e2e:,.0f}", f"{e2e_cpu:.3f}", f"{eff:.2f}"])
+            row, cpu, stages = measure(config, args.updates, env)
+            table.append([name] + row)
+            cpu_rows.append([name] + cpu)
             stage_rows.append([name] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
     print(f"{args.env_id}, {args.network}, {args.num_envs} envs x {args.num_steps} steps, "
           f"{args.num_actor_threads} actor threads, {args.num_epochs} epochs x "
-          f"{args.num_minibatches} minibatches")
-    print(format_table(["split", "raw env SPS", "learner-only SPS",
-                        "learner-only CPU s / 1k steps", "end-to-end SPS",
-                        "end-to-end CPU s / 1k steps", "efficiency"], table))
-    print(f"plain jitted PPO step, one minibatch: {plain:,.0f} samples/s "
-          f"(learner-only x epochs = {float(table[0][2].replace(',', '')) * args.num_epochs:,.0f}"
-          " samples/s on the first split)")
-    print("seconds per update, per stage (actor stages averaged over threads):")
+          f"{args.num_minibatches} minibatches, {usable_cores()} cores")
+    print(format_table(HEADERS, table))
+    print("process CPU seconds per 1000 env steps (every thread):")
+    print(format_table(CPU_HEADERS, cpu_rows))
+    print(f"plain jitted PPO step, one minibatch: {plain:,.0f} samples/s")
+    print("seconds per update, per stage, end to end (actor stages averaged over threads):")
     print(format_table(["split"] + list(STAGES), stage_rows))
 
 
