@@ -139,17 +139,25 @@ def anakin_rows(data: dict) -> list[list]:
     return rows
 
 
+# benchmarks.sebulba_throughput's stage columns and their row labels here.
+SEBULBA_STAGES = (("(a) raw env SPS", "(a) raw EnvPool env"),
+                  ("(b) actor loop SPS", "(b) actor loop, trivial policy"),
+                  ("(c) actor SPS", "(c) actor with the network"),
+                  ("(d) learner-only SPS", "(d) learner only"),
+                  ("(e) end-to-end SPS", "(e) end to end"))
+
+
 def sebulba_rows(text: str) -> list[list]:
-    """Rows of ``benchmarks.sebulba_throughput``'s first printed table (Atari: frames)."""
+    """Rows of ``benchmarks.sebulba_throughput``'s first printed table, one per stage (a)-(e)
+    (Atari: frames); the end-to-end row names the efficiency, (e) / min((b), (d))."""
     tables = parse_tables(text)
     rows = []
     for r in tables[0] if tables else []:
         split = r.get("split", "?")
-        for key, what in (("raw env SPS", "raw EnvPool env"), ("learner-only SPS",
-                          "learner only"), ("end-to-end SPS", "end to end")):
+        for key, what in SEBULBA_STAGES:
             sps = number(r.get(key))
             label = f"{what}, split {split}"
-            if key == "end-to-end SPS" and r.get("efficiency"):
+            if key == SEBULBA_STAGES[-1][0] and r.get("efficiency"):
                 label += f" (efficiency {r['efficiency']})"
             rows.append([label, sps, None if sps is None else FRAME_SKIP * sps, None])
     return rows

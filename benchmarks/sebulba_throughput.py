@@ -35,7 +35,7 @@ import os
 import threading
 import time
 
-from sebulba import timers
+from sebulba import machine, timers
 
 SPLITS = {"shared": ((0,), (0,)), "1a+1l": ((0,), (1,)), "1a+3l": ((0,), (1, 2, 3))}
 
@@ -45,7 +45,10 @@ def parse_args(argv=None):
     p.add_argument("--env_id", default="Breakout-v5")
     p.add_argument("--network", default="impala_resnet")
     p.add_argument("--num_envs", type=int, default=24, help="envs over all actor threads")
-    p.add_argument("--num_actor_threads", type=int, default=2)
+    p.add_argument("--num_actor_threads", type=int, default=2,
+                   help="per actor device; 0 = from the machine (sebulba.machine)")
+    p.add_argument("--env_threads", type=int, default=0,
+                   help="EnvPool worker threads per pool (0: EnvPool's default)")
     p.add_argument("--num_steps", type=int, default=32)
     p.add_argument("--num_epochs", type=int, default=1)
     p.add_argument("--num_minibatches", type=int, default=2)
@@ -64,7 +67,7 @@ def make_config(args, split: str, recurrent: str = "none"):
     c.env_id = args.env_id
     c.network = args.network
     c.num_envs = args.num_envs
-    c.num_actor_threads = args.num_actor_threads
+    c.num_actor_threads, c.env_threads = args.num_actor_threads, args.env_threads
     c.num_steps = args.num_steps
     c.num_epochs = args.num_epochs
     c.num_minibatches = args.num_minibatches
@@ -74,6 +77,7 @@ def make_config(args, split: str, recurrent: str = "none"):
     if args.recurrent:  # both rows of a split take whole sequences
         c.recurrent, c.recurrent_hidden = recurrent, args.recurrent_hidden
         c.minibatch_kind = "sequences"
+    machine.resolve_actor_threads(c, processes=1)
     return c
 
 
@@ -293,17 +297,12 @@ def measure(config, updates: int, env: tuple[float, float]) -> tuple[list, list,
     actor_sps, actor_cpu, _ = actor_only_sps(config, False, updates)
     learn_sps, learn_cpu = learner_only_sps(config, updates)
     e2e, e2e_cpu, stages = end_to_end(config)
-    floor = 1000.0 * usable_cores() / (actor_cpu + learn_cpu)
+    floor = 1000.0 * machine.usable_cores() / (actor_cpu + learn_cpu)
     sps = [env[0], loop_sps, actor_sps, learn_sps, e2e]
     cpu = [env[1], loop_cpu, actor_cpu, learn_cpu, e2e_cpu, actor_cpu + learn_cpu]
     return ([f"{x:,.0f}" for x in sps] + [f"{e2e / min(loop_sps, learn_sps):.2f}",
                                           f"{floor:,.0f}"],
             [f"{x:.3f}" for x in cpu], stages)
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def main(argv=None):
@@ -324,9 +323,10 @@ def main(argv=None):
             table.append([name] + row)
             cpu_rows.append([name] + cpu)
             stage_rows.append([name] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
+    threads = make_config(args, args.splits.split(",")[0]).num_actor_threads
     print(f"{args.env_id}, {args.network}, {args.num_envs} envs x {args.num_steps} steps, "
-          f"{args.num_actor_threads} actor threads, {args.num_epochs} epochs x "
-          f"{args.num_minibatches} minibatches, {usable_cores()} cores")
+          f"{threads} actor threads, env_threads {args.env_threads}, {args.num_epochs} epochs x "
+          f"{args.num_minibatches} minibatches, {machine.usable_cores()} cores")
     print(format_table(HEADERS, table))
     print("process CPU seconds per 1000 env steps (every thread):")
     print(format_table(CPU_HEADERS, cpu_rows))

@@ -64,6 +64,12 @@ class Layout:
     def envs_per_shard(self) -> int:
         return self.num_envs // self.learner_mesh.devices.size
 
+    def describe(self) -> str:
+        """This process's actors in words: ``"1 actor device x 2 threads x 64 envs"``."""
+        a, t = len(self.actor_devices), self.num_threads
+        return (f"{a} actor device{'s' * (a > 1)} x {t} thread{'s' * (t > 1)} x "
+                f"{self.envs_per_thread} envs")
+
     def thread_offset(self, actor: int, thread: int) -> int:
         """Global index of the first env of thread ``thread`` on local actor device ``actor``."""
         a = len(self.actor_devices)

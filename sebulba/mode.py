@@ -19,7 +19,7 @@ from runtime.config.validation import (
     require,
     shown,
 )
-from sebulba import pipeline
+from sebulba import machine, pipeline
 
 
 def check_fields(config, counts: DeviceCounts) -> int:
@@ -52,6 +52,7 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"must be an integer >= 0, got {shown(jitter)}")
     int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
     positive_int(config, "num_envs")
+    machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     require(config.num_envs % actors == 0, "num_envs",
             f"{config.num_envs} envs do not split over {counts.processes} processes x "

@@ -315,7 +315,8 @@ class LearnerLoop:
             self.board.agree_on_update(u)
             self.rundir.checkpoint_or_exit(u, u, self.state, self.exit_code())
         if self.compile_from is not None:
-            self.rundir.first_rollout(time.perf_counter() - self.compile_from)
+            self.rundir.first_rollout(time.perf_counter() - self.compile_from,
+                                      self.run.layout.describe())
         return items
 
     def assemble(self, u: int, items: list[RolloutItem]) -> Trajectory:

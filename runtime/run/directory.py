@@ -250,11 +250,12 @@ class RunDir:
         with failure.NativeOutput(failure.captured()), ticker:
             yield
 
-    def first_rollout(self, seconds: float) -> None:
+    def first_rollout(self, seconds: float, actors: str = "") -> None:
         """Reports on the console that the learner got its first rollout (Sebulba: the
-        actors compiled their policy and stepped their envs), ``seconds`` after the start."""
+        actors compiled their policy and stepped their envs), ``seconds`` after the start,
+        from ``actors`` (``runtime.run.lines.first_rollout_line``)."""
         if self.main:
-            print(first_rollout_line(seconds), file=sys.stderr, flush=True)
+            print(first_rollout_line(seconds, actors), file=sys.stderr, flush=True)
 
     def first_call_done(self, updates: int, seconds: float, *, compile_s: float | None = None,
                         steady_from: tuple[int, float] | None = None,

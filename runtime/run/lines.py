@@ -49,9 +49,11 @@ def stopping_line(exit_code: int, update: int, saving: bool,
             f"checkpoint)")
 
 
-def first_rollout_line(seconds: float) -> str:
-    """The learner got its first rollout (Sebulba), ``seconds`` after the start."""
-    return f"first rollout after {seconds:.1f} s; compiling the learner step"
+def first_rollout_line(seconds: float, actors: str = "") -> str:
+    """The learner got its first rollout (Sebulba), ``seconds`` after the start, from
+    ``actors`` (e.g. ``"1 actor device x 2 threads x 64 envs"``)."""
+    source = f" ({actors})" if actors else ""
+    return f"first rollout after {seconds:.1f} s{source}; compiling the learner step"
 
 
 def first_call_line(updates: int, seconds: float, compile_s: float | None,

@@ -14,20 +14,19 @@ import subprocess
 import sys
 
 from benchmarks import gpu_check_table as gct
+from benchmarks import sebulba_throughput
+from benchmarks.common import format_table
 from tests.helpers import REPO
 
 SCRIPT = os.path.join(REPO, "benchmarks", "gpu_check.sh")
-SEBULBA_LOG = """\
-Breakout-v5, impala_resnet, 128 envs x 128 steps, 2 actor threads, 4 epochs x 4 minibatches
- split | raw env SPS | learner-only SPS | end-to-end SPS | efficiency
--------+-------------+------------------+----------------+-----------
-shared |      20,000 |           50,000 |         15,000 |       0.75
-plain jitted PPO step, one minibatch: 9,000 samples/s
-seconds per update, per stage (actor stages averaged over threads):
- split | env_step | inference
--------+----------+----------
-shared |    0.500 |     0.100
-"""
+SEBULBA_LOG = "\n".join([
+    "Breakout-v5, impala_resnet, 128 envs x 128 steps, 2 actor threads, env_threads 0, "
+    "4 epochs x 4 minibatches",
+    format_table(sebulba_throughput.HEADERS, [["shared", "20,000", "18,000", "12,000",
+                                               "50,000", "15,000", "0.83", "40,000"]]),
+    "plain jitted PPO step, one minibatch: 9,000 samples/s",
+    "seconds per update, per stage (actor stages averaged over threads):",
+    format_table(["split", "env_step", "inference"], [["shared", "0.500", "0.100"]]), ""])
 
 
 def write_outputs(out, *, anakin_rc="0 150 40", run_rc="143 300 301"):
@@ -74,8 +73,11 @@ def test_table_reads_every_step(tmp_path):
     assert rows["PPO training, 64 envs (s per update)"][4] == "0.04"
     assert rows["time to first update, configs/cartpole_ppo.py"][4] == "12.5"
     # Sebulba throughput: Atari, so frames/s = 4 x env steps/s.
-    assert rows["raw EnvPool env, split shared"][2:4] == ["20,000", "80,000"]
-    assert rows["end to end, split shared (efficiency 0.75)"][3] == "60,000"
+    assert rows["(a) raw EnvPool env, split shared"][2:4] == ["20,000", "80,000"]
+    assert rows["(b) actor loop, trivial policy, split shared"][2] == "18,000"
+    assert rows["(c) actor with the network, split shared"][2] == "12,000"
+    assert rows["(d) learner only, split shared"][2] == "50,000"
+    assert rows["(e) end to end, split shared (efficiency 0.83)"][3] == "60,000"
     # The run: SPS between the first and the last complete line; stages after the first,
     # in pipeline order; the run ending on its timer (143) is no failure.
     run = [r for r in rows.values() if r[1].startswith("ppo Breakout-v5")]
@@ -193,3 +195,7 @@ def test_determinism_line_compares_metrics_clock_aside(tmp_path):
         "determinism: the runs differ from line 2 (update 10): loss/total")
     assert gct.determinism_line(str(tmp_path / "a"), str(tmp_path / "none")).startswith(
         "determinism: no metrics to compare")
+
+
+def test_table_reads_the_columns_sebulba_throughput_prints():
+    assert [k for k, _ in gct.SEBULBA_STAGES] == sebulba_throughput.HEADERS[1:6]

@@ -134,7 +134,8 @@ BAD = [
     _row("sebulba", "actor_device_ids", (1, 1), "repeats a device: (1, 1)"),
     _row("sebulba", "learner_device_ids", (1, 9), "(1, 9) out of range"),
     _row("sebulba", "learner_device_ids", (), "must be a non-empty tuple"),
-    _row("sebulba", "num_actor_threads", 0, "must be a positive integer, got 0"),
+    _row("sebulba", "num_actor_threads", -1,
+         "must be an integer >= 0 (0: from the machine), got -1"),
     _row("sebulba", "pipeline", "eager", "must be one of sync, cleanba, async, got 'eager'"),
     _row("sebulba", "queue_timeout_s", 0, "must be > 0"),
     _row("sebulba", "queue_timeout_s", "soon", "must be a number"),
@@ -211,6 +212,7 @@ def test_nan_learning_rate_message_names_nan():
     ("sebulba", "atari_ppo"),
     ("sebulba", "atari_impala"),
     ("sebulba", "atari_ppo_2core"),
+    ("sebulba", "atari_ppo_1gpu"),
     ("anakin", "memory_ppo"),
     ("sebulba", "memory_ppo"),
     ("anakin", "masked_cartpole_ppo"),
@@ -236,7 +238,7 @@ def test_every_runnable_config_is_listed():
     """A new config file must be added to ``test_shipped_configs_validate``."""
     listed = {"base", "atari_base", "cartpole_ppo", "cartpole_impala", "minatar_breakout_ppo",
               "minatar_breakout_impala", "cartpole_ppo_sebulba", "cartpole_impala_sebulba",
-              "atari_ppo", "atari_impala", "atari_ppo_2core", "memory_ppo",
+              "atari_ppo", "atari_impala", "atari_ppo_2core", "atari_ppo_1gpu", "memory_ppo",
               "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo",
               "brax_inverted_pendulum_ppo", "brax_hopper_ppo", "craftax_classic_ppo_rnn",
               "doorkey_ppo_rnn", "snake_ppo", "playground_cartpole_balance_ppo"}

@@ -226,7 +226,7 @@ def test_nan_rewards_fail_the_run():
     ("--config.learner_device_ids=5", "learner_device_ids"),
     ("--config.num_envs=25", "num_envs"),
     ("--config.env_id=CartPole-v9", "env_id"),
-    ("--config.num_actor_threads=0", "num_actor_threads"),
+    ("--config.num_actor_threads=-1", "num_actor_threads"),
     ("--config.policy_lag=9", "policy_lag"),
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
