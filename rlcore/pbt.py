@@ -170,3 +170,46 @@ def no_events(statistic: Array, values: Array) -> Events:
     a = statistic.shape[0]
     return Events(exploited=jnp.zeros((a,), bool), source=jnp.arange(a, dtype=jnp.int32),
                   statistic=statistic.astype(jnp.float32), old=values, new=values)
+
+
+@struct.dataclass
+class Population:
+    """What a population carries between steps: each agent's hyperparameters and the
+    statistic's window.
+
+    Attributes:
+      values: ``float32 [A, H]``: the hyperparameters each agent trains with.
+      statistic: ``float32 [A]``: the statistic of the last step's window (-inf before the
+        first, or while an agent's windows held no episode).
+      total: ``float32 [A]``: the sum of the returns seen since the last step.
+      count: ``float32 [A]``: how many.
+    """
+
+    values: Array
+    statistic: Array
+    total: Array
+    count: Array
+
+    @classmethod
+    def fresh(cls, values: Array) -> "Population":
+        """A population before its first step, with ``values [A, H]``."""
+        a = values.shape[0]
+        return cls(values=jnp.asarray(values, jnp.float32),
+                   statistic=jnp.full((a,), -jnp.inf, jnp.float32),
+                   total=jnp.zeros((a,), jnp.float32), count=jnp.zeros((a,), jnp.float32))
+
+    def observe(self, return_sum: Array, count: Array) -> "Population":
+        """Adds ended episodes (or evaluations): sums ``[A]`` of returns and their counts."""
+        return dataclasses.replace(self, total=self.total + return_sum.astype(jnp.float32),
+                                   count=self.count + count.astype(jnp.float32))
+
+    def window_statistic(self) -> Array:
+        """``[A]``: the mean return of the window, the previous statistic where it is empty."""
+        return jnp.where(self.count > 0, self.total / jnp.maximum(self.count, 1.0),
+                         self.statistic)
+
+    def restart(self, values: Array, statistic: Array) -> "Population":
+        """After a step: the new values, the statistic that ranked, an empty window."""
+        return dataclasses.replace(self, values=values, statistic=statistic,
+                                   total=jnp.zeros_like(self.total),
+                                   count=jnp.zeros_like(self.count))
