@@ -25,6 +25,7 @@ from runtime.config.fields import ALGO, PBT_FIELDS, SWEEPABLE, hparams_of
 from runtime.config.sweep import agent_tags, num_agents, swept, with_values
 
 STATISTICS = ("return", "eval")
+FLOAT32_MAX = 3.4028234663852886e38  # the programs hold the values as float32
 
 
 def enabled(config) -> bool:
@@ -130,6 +131,10 @@ def check(config, agents: int, check_value: Callable[[object, str], None]) -> No
     _require(pbt.method in METHODS, "pbt.method",
              f"must be one of {', '.join(METHODS)}, got {pbt.method!r}")
     _check_explore(pbt)
+    for side in ("low", "high"):
+        given = pbt[side]
+        _require(isinstance(given, (tuple, list)) and all(_is_finite(v) for v in given),
+                 f"pbt.{side}", f"must be a tuple of numbers, got {given!r}")
     if not pbt.interval:
         return
     n = exploited(pbt.fraction, agents)
@@ -151,7 +156,7 @@ def _check_numbers(pbt) -> None:
              f"must be a number in (0, 0.5] (the bottom copies the top), got {f!r}")
     factors = pbt.factors
     _require(isinstance(factors, (tuple, list)) and len(factors) > 0
-             and all(_is_number(x) and math.isfinite(x) and x > 0 for x in factors),
+             and all(_is_finite(x) and x > 0 for x in factors),
              "pbt.factors", f"must be a non-empty tuple of numbers > 0, got {factors!r}")
 
 
@@ -174,8 +179,7 @@ def _check_bounds(config, check_value) -> None:
     pbt, fields = config.pbt, swept(config)
     for side in ("low", "high"):
         given = pbt[side]
-        _require(isinstance(given, (tuple, list)) and len(given) in (0, len(pbt.explore))
-                 and all(_is_number(v) for v in given), f"pbt.{side}",
+        _require(len(given) in (0, len(pbt.explore)), f"pbt.{side}",
                  f"must be empty or one number per pbt.explore field "
                  f"({len(pbt.explore)}), got {given!r}")
     for k in pbt.explore:
@@ -204,3 +208,9 @@ def _check_bounds(config, check_value) -> None:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_finite(value) -> bool:
+    """A number float32 holds (inf, NaN and huge ints refused, without overflowing)."""
+    return _is_number(value) and (math.isfinite(value) if isinstance(value, float) else True) \
+        and abs(value) <= FLOAT32_MAX
