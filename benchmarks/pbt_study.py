@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import time
 import numpy as np
 
 from benchmarks import ablate_report as report
+from benchmarks.common import read_rows
 from runtime.process.arguments import OneLineParser, doc_summary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,14 +81,6 @@ def run_program(args: list[str], workdir: str) -> float:
     with open(workdir + ".log", "w") as log:
         subprocess.run(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, check=True)
     return time.perf_counter() - t
-
-
-def read_rows(workdir: str) -> list[dict]:
-    path = os.path.join(workdir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(ln) for ln in f if ln.strip()]
 
 
 def agent_records(name: str, kind: str, repeat: int, rows: list[dict]) -> list[dict]:
