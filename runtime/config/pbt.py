@@ -199,7 +199,8 @@ def _check_bounds(config, check_value) -> None:
                 raise ConfigError(f"pbt.{side}: {e}") from None
         _require(lo <= hi, "pbt.low", f"{k}: {lo} is above the high bound {hi}")
     if "max_grad_norm" in pbt.explore:
-        _require(bounds(config)[0][names(config).index("max_grad_norm")] > 0, "pbt.low",
+        _require(bounds(config)[0][names(config).index("max_grad_norm")] > 0
+                 and (config.max_grad_norm > 0 or "max_grad_norm" in fields), "pbt.low",
                  "max_grad_norm must stay > 0 (0, no clipping, changes the optimizer)")
     _require(not ("gamma" in pbt.explore and config.normalize_reward), "pbt.explore",
              "gamma cannot change per agent with normalize_reward (one running return per "

@@ -178,6 +178,9 @@ BAD = [
          also={"num_seeds": 4, "sweep.learning_rate": (1e-3, 1e-4), "pbt.interval": 5}),
     _row("anakin", "pbt.method", "resample", "learning_rate has fewer than 2",
          also={"num_seeds": 4, "pbt.interval": 5, "pbt.low": (1e-4,), "pbt.high": (1e-2,)}),
+    _row("anakin", "pbt.explore", ("max_grad_norm",), "max_grad_norm must stay > 0",
+         also={"num_seeds": 4, "max_grad_norm": 0.0, "pbt.interval": 5, "pbt.low": (1e-4,),
+               "pbt.high": (1e-2,)}, field="pbt.low"),
     # Multi-process fields (before the runtime joins).
     _row("distributed", "num_processes", 0, "must be a positive integer, got 0"),
     _row("distributed", "process_id", 1, "must be in [0, 1), got 1"),
