@@ -177,14 +177,14 @@ def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) ->
     repeat), with the sweep's values as dotted lines."""
     plt = report._pyplot()
     pbt = {r: rows for (kind, r), rows in sorted(programs.items()) if kind == "pbt"}
-    fig, axes = plt.subplots(1, max(len(pbt), 1), figsize=(4.2 * max(len(pbt), 1), 3.8),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, max(len(pbt), 1), figsize=(4.2 * max(len(pbt), 1), 4.6),
+                             squeeze=False, sharey=True, layout="constrained")
     for ax, (repeat, rows) in zip(axes[0], pbt.items()):
         agents = sorted({(r["learning_rate"], r["seed"]) for r in rows})
         for i, (lr, seed) in enumerate(agents):
             mine = [r for r in rows if (r["learning_rate"], r["seed"]) == (lr, seed)]
             ax.step([r["env_steps"] for r in mine], [r["hparam/learning_rate"] for r in mine],
-                    where="post", label=f"agent {i} (started at {lr:g}, seed {seed})")
+                    where="post", label=f"agent {i} (started at {lr:g})")
         for lr in study.rates:
             ax.axhline(lr, color="grey", linestyle=":", linewidth=0.8)
         ax.set_yscale("log")
@@ -193,10 +193,10 @@ def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) ->
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("learning rate (log scale)")
     if pbt:
-        axes[0][-1].legend(fontsize=6, loc="best")
+        fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
+                   ncol=4, fontsize=7)
     fig.suptitle(f"{study.title}: the learning rates PBT's agents trained with "
                  "(dotted: the sweep's values)", fontsize=10)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
