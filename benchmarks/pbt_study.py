@@ -163,7 +163,8 @@ def plot_returns(path: str, study: Study, programs: dict[tuple, list[dict]]) -> 
         ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.15)
     ax.set_xlabel("env steps per agent")
     ax.set_ylabel("mean episode return")
-    ax.set_title(f"{study.title}: PBT against a fixed learning-rate sweep (mean, 95% band)")
+    ax.set_title(f"{study.title}: PBT against a fixed learning-rate sweep\n(mean over agents, "
+                 "95% Student-t band)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -195,8 +196,8 @@ def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) ->
     if pbt:
         fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
                    ncol=4, fontsize=7)
-    fig.suptitle(f"{study.title}: the learning rates PBT's agents trained with "
-                 "(dotted: the sweep's values)", fontsize=10)
+    fig.suptitle(f"{study.title}: the learning rates PBT's agents trained with\n(dotted: the "
+                 "sweep's values)", fontsize=10)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -255,7 +256,9 @@ def _section(study: Study, name: str, table: str, line: str, repeats: list[int],
         "Score: an agent's mean episode return over the last 20% of its log lines; IQM over "
         "runs (each agent of a program a run) with its 95% percentile bootstrap interval "
         "(rliable, 2000 replications, seed 0). The best fixed learning rate is chosen in "
-        "hindsight on these same runs, which favours it.", "",
+        "hindsight on these same runs, which favours it. Both configs anneal the learning "
+        "rate linearly to 0: the values swept and explored, and those the schedule plot "
+        "shows, are the rate the annealing starts from.", "",
         f"**{line}**" if line else "", "",
         *[f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in plots], ""])
 
