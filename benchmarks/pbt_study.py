@@ -137,7 +137,8 @@ def verdict(best: tuple[float, float, float], pbt: tuple[float, float, float],
 
 
 def _curve(rows: list[dict]) -> list[tuple[float, float]]:
-    return [(r["env_steps"], r["episode_return"]) for r in rows if r["episode_return"] is not None]
+    return [(r["env_steps"] / 1e3, r["episode_return"]) for r in rows
+            if r["episode_return"] is not None]
 
 
 def plot_returns(path: str, study: Study, programs: dict[tuple, list[dict]]) -> str:
@@ -161,7 +162,7 @@ def plot_returns(path: str, study: Study, programs: dict[tuple, list[dict]]) -> 
         style = dict(color="black", linewidth=2.2) if label.startswith("PBT") else {}
         (line,) = ax.plot(grid, mean, label=f"{label} ({len(curves)} agents)", **style)
         ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.15)
-    ax.set_xlabel("env steps per agent")
+    ax.set_xlabel("env steps per agent (thousands)")
     ax.set_ylabel("mean episode return")
     ax.set_title(f"{study.title}: PBT against a fixed learning-rate sweep\n(mean over agents, "
                  "95% Student-t band)", fontsize=10)
@@ -184,12 +185,13 @@ def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) ->
         agents = sorted({(r["learning_rate"], r["seed"]) for r in rows})
         for i, (lr, seed) in enumerate(agents):
             mine = [r for r in rows if (r["learning_rate"], r["seed"]) == (lr, seed)]
-            ax.step([r["env_steps"] for r in mine], [r["hparam/learning_rate"] for r in mine],
+            ax.step([r["env_steps"] / 1e3 for r in mine],
+                    [r["hparam/learning_rate"] for r in mine],
                     where="post", label=f"agent {i} (started at {lr:g})")
         for lr in study.rates:
             ax.axhline(lr, color="grey", linestyle=":", linewidth=0.8)
         ax.set_yscale("log")
-        ax.set_xlabel("env steps per agent")
+        ax.set_xlabel("env steps per agent (thousands)")
         ax.set_title(f"repeat {repeat} (seed {100 * repeat})", fontsize=9)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("learning rate (log scale)")
