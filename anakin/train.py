@@ -22,23 +22,26 @@ from anakin.episodes import make_train_eval_fn
 from anakin.mode import MODE
 from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
+from rlcore import pbt
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for
 from rlcore.losses import LossMetrics
 from rlcore.networks import initial_core
 from rlcore.normalize import observer
 from rlcore.optim import optimizer_for
-from rlcore.seeding import Roots
+from rlcore.seeding import Roots, pbt_key, pbt_root
 from rlcore.types import EpisodeSummary, LearnerState, Params
 from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check, sweep
+from runtime.config import pbt as population
 from runtime.config.validation import derive
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.process.signals import SignalFlag
 from runtime.run.cadence import train_eval_due
 from runtime.run.directory import RunDir
 from runtime.run.metrics import eval_scalars
+from runtime.run.population import event_lines, hparam_scalars
 
 AXIS = distributed.DATA_AXIS
 
@@ -55,11 +58,16 @@ class AnakinState:
 
     With ``num_seeds`` A > 1 every leaf has a leading agent axis: learner ``[A, ...]``
     (replicated), envs ``[A, B, ...]`` (sharded on B), lagged ``[A, S, ...]``.
+
+    ``population``: with population-based training, the agents' hyperparameters and the
+    statistic's window (``rlcore.pbt.Population``, replicated); None without it (docs/design.md,
+    "Population-based training").
     """
 
     learner: LearnerState
     envs: EnvCarry
     lagged: Params | None = None
+    population: pbt.Population | None = None
 
 
 def acting_params(state: AnakinState) -> Params:
@@ -85,13 +93,25 @@ def ring_of(params: Params, lag: int) -> Params | None:
 
 
 @struct.dataclass
+class PopulationOutput:
+    """A population's update: the hyperparameters the agents trained with ``[A, H]`` and
+    what the step after the update did (``rlcore.pbt.Events``; nothing where none was
+    due)."""
+
+    values: jax.Array
+    events: pbt.Events
+
+
+@struct.dataclass
 class UpdateOutput:
     """Per-update outputs of a call, each leaf ``[K]`` for K updates; ``evals`` holds the
-    greedy evaluation episodes after the update (zeros where it did not evaluate)."""
+    greedy evaluation episodes after the update (zeros where it did not evaluate);
+    ``population``, with population-based training, its update."""
 
     loss: LossMetrics
     episodes: EpisodeSummary
     evals: EpisodeSummary
+    population: PopulationOutput | None = None
 
 
 class AnakinRun:
@@ -133,8 +153,11 @@ class AnakinRun:
         self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
                                            AXIS, functools.partial(initial_core, self.network))
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
+        self.explore = (population.explore_settings(config) if population.enabled(config)
+                        else None)  # population-based training's static settings
         self.state_spec = AnakinState(learner=P(), envs=env_spec,
-                                      lagged=P() if self.lag else None)
+                                      lagged=P() if self.lag else None,
+                                      population=P() if self.explore else None)
         self._call = None
         self.from_cache = False  # whether the persistent compile cache served the compile
 
@@ -204,7 +227,38 @@ class AnakinRun:
         init_ring = jax.jit(self.per_agent(functools.partial(ring_of, lag=self.lag)),
                             out_shardings=distributed.replicated(self.mesh))
         return AnakinState(learner=learner, envs=init_envs(self.roots),
-                           lagged=init_ring(learner.params) if self.lag else None)
+                           lagged=init_ring(learner.params) if self.lag else None,
+                           population=self._fresh_population())
+
+    def _fresh_population(self) -> pbt.Population | None:
+        """The population before its first step (replicated), None without PBT."""
+        if self.explore is None:
+            return None
+        return jax.device_put(pbt.Population.fresh(population.initial_values(self.config)),
+                              distributed.replicated(self.mesh))
+
+    def _population_step(self, state: AnakinState, out: UpdateOutput):
+        """After an update: the window takes its episodes (or evaluations), and every
+        ``pbt.interval`` updates the agents exploit and explore (``rlcore.pbt``, key
+        ``pbt_key(pbt_root(seed), u)``); outside the agents' vmap, on every device alike."""
+        pop = state.population
+        seen = out.evals if self.config.pbt.statistic == "eval" else out.episodes
+        pop = pop.observe(seen.return_sum, seen.count)
+        u = state.learner.update.reshape(-1)[0]
+
+        def step(_):
+            stat = pop.window_statistic()
+            (learner, lagged), values, events = pbt.exploit_and_explore(
+                pbt_key(pbt_root(self.config.seed), u), self.explore, stat, pop.values,
+                (state.learner, state.lagged))
+            return state.replace(learner=learner, lagged=lagged,
+                                 population=pop.restart(values, stat)), events
+
+        def skip(_):
+            return state.replace(population=pop), pbt.no_events(pop.statistic, pop.values)
+
+        state, events = jax.lax.cond(u % self.config.pbt.interval == 0, step, skip, None)
+        return state, out.replace(population=PopulationOutput(pop.values, events))
 
     def _device_call(self, state: AnakinState, num_active, num_updates, roots: Roots,
                      swept):
@@ -230,8 +284,14 @@ class AnakinRun:
             return new, UpdateOutput(loss, episodes, None)
 
         def one_update(state: AnakinState):
-            state, out = self.per_agent(agent_update)(state, roots, swept)
-            return state, out.replace(evals=self._evaluations(state.learner, roots))
+            pop = state.population  # the agents' values: traced, from the state
+            values = swept if pop is None else population.agent_record(self.config, pop.values)
+            state, out = self.per_agent(agent_update)(state.replace(population=None), roots,
+                                                      values)
+            out = out.replace(evals=self._evaluations(state.learner, roots))
+            if pop is None:
+                return state, out
+            return self._population_step(state.replace(population=pop), out)
 
         one_update = jax.jit(one_update)  # traced once: for the shapes and for the slots
         out_shape = jax.eval_shape(one_update, state)[1]
@@ -268,7 +328,9 @@ class AnakinRun:
         return AnakinState(learner=placed(shapes.learner, self.state_spec.learner),
                            envs=placed(shapes.envs, self.state_spec.envs),
                            lagged=None if shapes.lagged is None
-                           else placed(shapes.lagged, self.state_spec.lagged))
+                           else placed(shapes.lagged, self.state_spec.lagged),
+                           population=None if shapes.population is None
+                           else placed(shapes.population, self.state_spec.population))
 
     def compile(self, state: AnakinState) -> float:
         """Compiles the call for ``state`` (arrays, or ``abstract_state``) ahead of time (one
@@ -394,10 +456,21 @@ def _record_call(run: AnakinRun, rundir: RunDir, out: UpdateOutput, start: int, 
         # Rollout u acts with version max(u - S, 0): a lag of min(u, S) updates (S > 0).
         lag = {"params_lag": float(min(start + i, run.lag))} if run.lag else {}
         scalars = [{**r.loss.scalars(), **eval_scalars(r.evals), **lag,
-                    "time/update_s": per_update_s} for r in rows]
+                    **_hparams(run, r), "time/update_s": per_update_s} for r in rows]
+        if run.explore is not None:
+            rundir.record_population(event_lines(
+                start + i + 1, population.names(run.config), [r.population.events for r in rows]))
         rundir.record(start + i + 1, scalars, [r.episodes for r in rows],
                       sps=run.derived.steps_per_update / per_update_s,
                       at=t_call + (i + 1) * per_update_s)
+
+
+def _hparams(run: AnakinRun, row: UpdateOutput) -> dict[str, float]:
+    """An agent's ``hparam/<name>`` values of an update (one agent's ``row``, on the host):
+    with population-based training, the values it trained with; else none."""
+    if run.explore is None:
+        return {}
+    return hparam_scalars(population.names(run.config), row.population.values)
 
 
 def _delayed(x, seconds: float):

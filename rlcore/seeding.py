@@ -19,10 +19,13 @@ threads, devices and processes:
 - host-served jittable env ``i`` (``envs.jax_host``, a jittable env in Sebulba): keys
   ``fold_in(host_env_root(s), i)`` with ``s = host_env_seed(seed, start_update)`` (or the
   eval pools' integer seed), the stream ``HOST_ENV_STREAM``; see that module, so the same
-  rule of global indices holds there.
+  rule of global indices holds there;
+- population-based training's step after update ``u``: ``pbt_key(seed, u)``
+  (``fold_in(fold_in(key(seed), PBT_STREAM), u)``; the run's seed, not an agent's).
 
 The streams folded into ``key(seed)``: 0..3 the training ``Roots``, ``HOST_ENV_STREAM`` (4),
-``TRAIN_EVAL_STREAM`` (5) and ``EVALUATE_STREAM`` (1_000_003); all of them are allocated here.
+``TRAIN_EVAL_STREAM`` (5), ``PBT_STREAM`` (6) and ``EVALUATE_STREAM`` (1_000_003); all of
+them are allocated here.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class Roots:
 HOST_ENV_STREAM = 4
 # Fold of ``key(seed)`` for in-training evaluation envs (``Roots.train_eval``).
 TRAIN_EVAL_STREAM = 5
+# Fold of ``key(seed)`` for population-based training's steps (``pbt_key``).
+PBT_STREAM = 6
 # Fold of ``key(seed)`` for the offline evaluate commands (``EvaluateRoots``).
 EVALUATE_STREAM = 1_000_003
 
@@ -90,6 +95,18 @@ class EvaluateRoots:
         """``fold_in(fold_in(key(seed), EVALUATE_STREAM), j)`` for j = 0, 1, 2."""
         base = jax.random.fold_in(jax.random.key(seed), EVALUATE_STREAM)
         return cls(*(jax.random.fold_in(base, j) for j in range(3)))
+
+
+def pbt_root(seed: int) -> PRNGKey:
+    """``fold_in(key(seed), PBT_STREAM)``: the root of a run's population-based training
+    (``seed``: the run's ``config.seed``)."""
+    return jax.random.fold_in(jax.random.key(seed), PBT_STREAM)
+
+
+def pbt_key(root: PRNGKey, update: int | Array) -> PRNGKey:
+    """The key of the exploit and explore step after ``update`` (``rlcore.pbt``):
+    ``fold_in(pbt_root(seed), update)``; ``[]`` key."""
+    return jax.random.fold_in(root, update)
 
 
 def host_env_root(seed: int | Array) -> PRNGKey:

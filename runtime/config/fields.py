@@ -1,7 +1,7 @@
 """Every config field's facts, one record each (``Field``), and the learner's record.
 
 ``FIELDS`` holds one ``Field`` per field of a config: its name (``<sub>.<field>`` for the
-fields of the ``debug`` sub-config), default, meaning, the rule its values follow
+fields of the ``debug`` and ``pbt`` sub-configs), default, meaning, the rule its values follow
 (``rule``, one of the ``Rule`` records below), whether it is sweepable, whether a resumed
 run may change it, its one-device value, and which check reads its rule (``checked_in``).
 Everything else reads them:
@@ -452,6 +452,34 @@ FIELDS: tuple[Field, ...] = (
           resumable=True),
     ),
     *_group(
+        "Population-based training (Anakin): the agents tune their own hyperparameters",
+        F("pbt", SUBCONFIG, "Population-based training over the agents of the program "
+          "(num_seeds x sweep variants): docs/pbt.md.",
+          Checked("a sub-config with every pbt field")),
+        F("pbt.interval", 0, "Every this many updates the worst agents copy the best; 0: off.",
+          Ints(0, "an integer >= 0 (0: off)")),
+        F("pbt.fraction", 0.25, "The bottom fraction of the agents by `pbt.statistic` "
+          "copies an agent of the top fraction (truncation selection).",
+          Checked("a number in (0, 0.5] that leaves at least one agent to copy")),
+        F("pbt.statistic", "return", "What ranks the agents: return (mean episode return "
+          "since the previous exploit) or eval (the evaluation at that update).",
+          Checked("return, or eval when eval_every divides pbt.interval")),
+        F("pbt.explore", ("learning_rate",), "The hyperparameters an agent that copied "
+          "changes (sweepable fields); the other swept ones it copies as they are.",
+          Checked("a tuple of distinct sweepable fields")),
+        F("pbt.method", "perturb", "perturb (times one of `pbt.factors`) or resample (one of "
+          "the field's sweep values, drawn uniformly).",
+          Checked("perturb, or resample when every explored field is swept")),
+        F("pbt.factors", (0.8, 1.25), "perturb: the factors, one drawn uniformly per field.",
+          Checked("a non-empty tuple of numbers > 0")),
+        F("pbt.low", (), "Lower bounds, one per `pbt.explore` field; empty: each field's "
+          "smallest sweep value.", Checked("empty, or a number per explored field that the "
+                                           "field takes")),
+        F("pbt.high", (), "Upper bounds, one per `pbt.explore` field; empty: each field's "
+          "largest sweep value.", Checked("empty, or a number per explored field that the "
+                                          "field takes, >= its low bound")),
+    ),
+    *_group(
         "Sweeps",
         F("sweep", SUBCONFIG, "Anakin: values per number field, one agent each (x seeds); "
           "an empty tuple per number field by default.",
@@ -463,6 +491,7 @@ FIELDS: tuple[Field, ...] = (
 BY_NAME = {f.name: f for f in FIELDS}
 BOOL_FIELDS = tuple(f.name for f in FIELDS if f.kind == BOOL)
 DEBUG_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("debug."))
+PBT_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("pbt."))
 SWEEPABLE = tuple(f.name for f in FIELDS if f.sweepable)
 # Top-level fields only: the resume check compares config.json's top-level values.
 RESUMABLE_CHANGES = frozenset(f.name for f in FIELDS if f.resumable and "." not in f.name)

@@ -28,6 +28,7 @@ from rlcore.imports import is_import_path
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
+from runtime.config import pbt
 from runtime.config.algo import check_own
 from runtime.config.fields import (
     ALGO,
@@ -272,6 +273,7 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_sweep(config, shards, mode.check_env_id)
+    pbt.check(config, mode.num_agents(config), check_field)
     # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
     _validate_network(config, mode.env_spec(config.env_id))
     return shards
@@ -288,8 +290,8 @@ def validate_fields(config) -> None:
 
 def _validate_structure(config) -> None:
     """No former field name (``runtime.config.fields.RENAMED``); the sub-configs the mode checks
-    read: ``debug`` with its knobs, and ``sweep`` (where the config has one) with a tuple of
-    values, or None, per field."""
+    read: ``debug`` with its knobs, ``pbt`` with its fields, and ``sweep`` (where the config
+    has one) with a tuple of values, or None, per field."""
     for old in RENAMED:
         require(old not in config, old, renamed(old))
     debug = config.get("debug")
@@ -297,6 +299,7 @@ def _validate_structure(config) -> None:
             f"must be a sub-config of the debug knobs, got {shown(debug)}")
     for field in DEBUG_FIELDS:
         require(field in debug, f"debug.{field}", "is missing")
+    pbt.check_structure(config)
     if "sweep" not in config:
         return
     sweep = config.sweep

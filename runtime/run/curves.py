@@ -8,8 +8,10 @@ its metrics lines' swept values (the fields of ``config.sweep``) and its ``seed`
 of one run directory (or of one ``LABEL:DIR,DIR`` group of directories) that share their
 swept values are one line: their mean, with the band from the lowest to the highest seed
 (inside the returns' possible range, since every seed's return is). The wall-clock axis adds
-up the invocations of a resumed run (each restarts ``wall_time`` at 0). See
-docs/design.md, "Metrics keys".
+up the invocations of a resumed run (each restarts ``wall_time`` at 0). A population's run
+(``hparam/<name>`` keys) adds a row below: each agent's hyperparameters against env steps,
+in its line's colour. See docs/design.md, "Metrics keys", and docs/design.md,
+"Population-based training".
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from runtime.config.fields import is_swept_key
 from runtime.run import files
+from runtime.run.population import HPARAM
 
 CURVE = files.CURVE  # what a run writes into its directory as it closes
 RETURN_LABEL = "mean episode return"  # the y axis where the env says nothing more
@@ -37,12 +40,15 @@ class Line:
       seeds: the agents' seeds, in order.
       steps: per agent, ``[(env_steps, episode_return)]``.
       wall: per agent, ``[(wall-clock s since the run's start, episode_return)]``.
+      hparams: per agent, ``{name: [(env_steps, value)]}`` of its ``hparam/<name>`` keys
+        (empty without a population).
     """
 
     label: str
     seeds: list
     steps: list[Curve]
     wall: list[Curve]
+    hparams: list[dict[str, Curve]] = dataclasses.field(default_factory=list)
 
 
 def env_id_of(workdir: str) -> str | None:
@@ -94,7 +100,44 @@ def run_lines(rows, label: str = "") -> list[Line]:
         line.seeds.append(seed)
         line.steps.append([(r["env_steps"], r["episode_return"]) for r, _ in kept])
         line.wall.append([(w, r["episode_return"]) for r, w in kept])
+        line.hparams.append(hparam_curves(mine))
     return [line for line in lines.values() if any(line.steps)]
+
+
+def hparam_curves(rows) -> dict[str, Curve]:
+    """One agent's ``{name: [(env_steps, value)]}`` of its ``hparam/<name>`` keys."""
+    out: dict[str, Curve] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k.startswith(HPARAM) and v is not None:
+                out.setdefault(k[len(HPARAM):], []).append((r["env_steps"], v))
+    return out
+
+
+def hparam_names(lines: list[Line]) -> list[str]:
+    """The hyperparameters any agent of ``lines`` logged, first-seen order."""
+    return list(dict.fromkeys(k for line in lines for h in line.hparams for k in h))
+
+
+def _hparam_panel(ax, lines: list[Line], name: str) -> None:
+    """Every agent's ``name`` against env steps (a step line per agent, its line's
+    colour); a log axis for positive values."""
+    xs = [p[0] for line in lines for h in line.hparams for p in h.get(name, [])]
+    divisor, unit = _scale(xs, STEP_UNITS)
+    values = []
+    for i, line in enumerate(lines):
+        for h in line.hparams:
+            curve = h.get(name, [])
+            values += [p[1] for p in curve]
+            ax.step([p[0] / divisor for p in curve], [p[1] for p in curve], where="post",
+                    color=f"C{i}", lw=1.0, alpha=0.8)
+    if values and min(values) > 0:
+        ax.set_yscale("log")
+    ax.set_xlabel(unit)
+    ax.set_ylabel(name + (" (log scale)" if values and min(values) > 0 else ""))
+    ax.set_title(f"{name} each agent trained with (hparam/{name}; colour: the agent's "
+                 "starting variant)", fontsize=9)
+    ax.grid(alpha=0.3)
 
 
 def band(curves: list[Curve]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -161,8 +204,14 @@ def draw(path: str, lines: list[Line], title: str, ylabel: str,
     # user's backend stay as they were.
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 3.8 + 0.22 * (len(lines) + 1) // 2), layout="constrained")
-    axes = fig.subplots(1, 2)
+    names = hparam_names(lines)[:2]  # a population's run: a row of its hyperparameters
+    rows = 1 + bool(names)
+    fig = Figure(figsize=(11, 3.8 * rows + 0.22 * (len(lines) + 1) // 2), layout="constrained")
+    mosaic = [["steps", "wall"]] + ([[names[0], names[-1]]] if names else [])
+    panels = fig.subplot_mosaic(mosaic)
+    axes = [panels["steps"], panels["wall"]]
+    for name in names:
+        _hparam_panel(panels[name], lines, name)
     banded = False
     for ax, which, units in zip(axes, ("steps", "wall"), (STEP_UNITS, WALL_UNITS)):
         banded |= _panel(ax, lines, which, units)

@@ -43,6 +43,7 @@ from runtime.run.lines import (
     stopping_line,
 )
 from runtime.run.metrics import MetricsLogger, wandb_settings, write_config
+from runtime.run.population import append_history, truncate_history
 from runtime.run.summary import whole_run
 from runtime.run.windows import LogWindows, truncate_metrics
 
@@ -103,6 +104,7 @@ class RunDir:
                 write_config(self.workdir, self.config)
                 # A run that died before its first checkpoint starts over: its lines go.
                 truncate_metrics(self.workdir, 0)
+                truncate_history(self.workdir, 0)
         else:
             state, start = self._resume(fresh_state, steps)
         self._open_logger(start)
@@ -136,6 +138,7 @@ class RunDir:
                       file=sys.stderr)
                 write_config(self.workdir, self.config)  # the next resume compares to it
             truncate_metrics(self.workdir, start)
+            truncate_history(self.workdir, start)
         return state, start
 
     def _open_logger(self, start: int) -> None:
@@ -180,6 +183,12 @@ class RunDir:
                                           self.windows.take(), sps=sps, at=at)
             for row in rows if self.on_row is not None else ():
                 self.on_row(dict(row))
+
+    def record_population(self, lines: list[dict]) -> None:
+        """Appends a population's history lines (``runtime.run.population``) to
+        ``pbt.jsonl`` (process 0 of a run with a workdir)."""
+        if self.workdir and self.main:
+            append_history(self.workdir, lines)
 
     def checkpoint_due(self, update: int, previous: int) -> bool:
         """Whether the updates ``previous + 1 .. update`` reached a checkpoint point."""

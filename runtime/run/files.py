@@ -4,7 +4,8 @@
 log step), ``timing.json`` (stage times of the run), ``checkpoints/`` (orbax steps),
 ``log_state/<update>.json`` (the open log window of each checkpoint), TensorBoard event files
 (``events.out.tfevents.*``; with several agents ``tb/<agent>/``, one TensorBoard run each),
-``curve.png`` (the learning curve, drawn as the run closes), ``wandb/`` (when W&B logs) and
+``curve.png`` (the learning curve, drawn as the run closes), ``pbt.jsonl`` (a population's
+history), ``wandb/`` (when W&B logs) and
 ``run.lock`` (held by the run that owns the directory: ``runtime.run.lock``; not moved
 by ``--fresh``). This module also writes
 files whole (``write_atomically``) and ``timing.json`` (``RunTiming``: the first call and
@@ -28,10 +29,11 @@ TENSORBOARD_GLOB = "events.out.tfevents.*"
 TENSORBOARD_AGENTS = "tb"  # one TensorBoard run directory per agent of a many-agent run
 CURVE = "curve.png"
 LOCK = "run.lock"
+PBT_HISTORY = "pbt.jsonl"  # population-based training's history (``runtime.run.population``)
 
 # Everything a run writes (``--fresh`` moves these aside, nothing else).
 RUN_ENTRIES = (CHECKPOINTS, LOG_STATE, METRICS, CONFIG, TIMING, WANDB, TENSORBOARD_GLOB,
-               TENSORBOARD_AGENTS, CURVE)
+               TENSORBOARD_AGENTS, CURVE, PBT_HISTORY)
 
 
 EMPTY_LEFT_OUT = ("errors*.log", TENSORBOARD_GLOB)  # removed from a finished run when empty
@@ -52,6 +54,11 @@ def remove_empty(workdir: str) -> list[str]:
                     os.remove(path)
                     removed.append(path)
     return removed
+
+
+def pbt_path(workdir: str) -> str:
+    """``workdir/pbt.jsonl``."""
+    return os.path.join(workdir, PBT_HISTORY)
 
 
 def config_path(workdir: str) -> str:

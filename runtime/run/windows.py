@@ -21,12 +21,17 @@ from runtime.process import failure
 from runtime.run import files
 from runtime.run.files import write_atomically
 
+# Keys a line holds at the window's last update, not as its mean: a population's current
+# hyperparameters (``runtime.run.population``).
+LAST_VALUE_PREFIXES = ("hparam/",)
+
 
 def window_means(window: list[Mapping[str, float]]) -> dict[str, float]:
     """Per key, the mean over the updates of a log window that have it (evaluation keys
-    come only from the updates that evaluated)."""
+    come only from the updates that evaluated); ``LAST_VALUE_PREFIXES`` keys: the last."""
     keys = list(dict.fromkeys(k for w in window for k in w))
-    return {k: float(np.mean([w[k] for w in window if k in w])) for k in keys}
+    return {k: float([w[k] for w in window if k in w][-1]) if k.startswith(LAST_VALUE_PREFIXES)
+            else float(np.mean([w[k] for w in window if k in w])) for k in keys}
 
 
 class LogWindows:

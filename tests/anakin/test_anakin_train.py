@@ -206,6 +206,7 @@ def test_one_vs_four_devices(algorithm, lag):
     ("--config.debug.nope=1", "debug.nope"),  # unknown fields named by their whole path
     ("--config.nope.deeper=3", "nope"),
     ("--config.policy_lag=-2", "policy_lag"),
+    ("--config.pbt.interval=5", "pbt.fraction"),  # one agent: nobody to copy
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("anakin.main",

@@ -154,3 +154,19 @@ def test_a_3_by_2_sweep_run_writes_its_curve(tmp_path):
     lines = run_curves.run_lines(files.read_metrics(str(tmp_path)))
     assert [(line.label, line.seeds) for line in lines] == [
         (f"learning_rate={lr:g}", [0, 1]) for lr in (1e-4, 3e-4, 1e-3)]
+
+
+def test_a_population_adds_each_agents_hyperparameters(tmp_path, capsys):
+    """A PBT run's ``hparam/<name>`` keys: each agent's values against env steps, in a row
+    of their own below the returns (runtime.run.curves and benchmarks.curves alike)."""
+    rows = [{"learning_rate": lr, "seed": s, "env_steps": 1000 * (i + 1), "wall_time": i,
+             "episode_return": float(i), "hparam/learning_rate": lr * (1.25 if i > 4 else 1)}
+            for i in range(10) for lr in (1e-3, 1e-4) for s in (0, 1)]
+    lines = run_curves.run_lines(rows)
+    assert run_curves.hparam_names(lines) == ["learning_rate"]
+    assert lines[0].hparams[0]["learning_rate"][-1] == (10_000, 1.25e-3)
+    workdir = _run(tmp_path / "pbt", rows)
+    assert run_curves.write_run_curve(workdir) is not None
+    out = tmp_path / "c.png"
+    curves.main([workdir, f"--out={out}"])
+    assert _png(out) and _png(tmp_path / "pbt" / "curve.png")

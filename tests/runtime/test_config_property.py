@@ -60,7 +60,7 @@ def sebulba_config() -> ml_collections.ConfigDict:
 
 BASE = {"anakin": anakin_config, "sebulba": sebulba_config}
 _DEFAULTS = anakin_config()
-SUBCONFIGS = ("debug", "sweep", "algo")
+SUBCONFIGS = ("debug", "sweep", "algo", "pbt")
 
 
 def _kind(value) -> str:
@@ -78,13 +78,14 @@ def _kind(value) -> str:
     raise AssertionError(f"no kind for {value!r}")
 
 
-# Every field, dotted, with its kind: top level, the debug knobs, the sweep entries, and
-# the two sub-configs as a whole.
+# Every field, dotted, with its kind: top level, the debug knobs, the pbt fields, the sweep
+# entries, and the sub-configs as a whole.
 FIELDS = {
     **{k: _kind(v) for k, v in _DEFAULTS.items() if k not in SUBCONFIGS},
     **{f"debug.{k}": _kind(v) for k, v in _DEFAULTS.debug.items()},
+    **{f"pbt.{k}": _kind(v) for k, v in _DEFAULTS.pbt.items()},
     **{f"sweep.{k}": "sweep_entry" for k in _DEFAULTS.sweep},
-    "debug": "subconfig", "sweep": "subconfig", "algo": "subconfig",
+    "debug": "subconfig", "sweep": "subconfig", "algo": "subconfig", "pbt": "subconfig",
 }
 # Names a ConfigError may start with.
 FIELD_NAMES = set(FIELDS)
