@@ -4,8 +4,12 @@ each metrics line's ``hparam/*`` values follow the history."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 
 import jax
 import pytest
@@ -14,7 +18,14 @@ from anakin.train import train
 from configs import cartpole_ppo
 from runtime.distributed import data_mesh
 from runtime.run.population import read_history
-from tests.helpers import assert_rows_close, read_metrics, reproducible_part
+from tests.helpers import (
+    REPO,
+    assert_rows_close,
+    checkpoint_steps,
+    entry_env,
+    read_metrics,
+    reproducible_part,
+)
 
 LEARNING_RATES = (0.5, 0.25)
 
@@ -93,3 +104,56 @@ def test_resume_continues_the_history_bitwise(tmp_path, one_device_run):
     train(_config(checkpoint_every=5), str(workdir), mesh=one_device_mesh())
     assert reproducible_part(read_metrics(workdir)) == reproducible_part(rows)
     assert read_history(str(workdir)) == history
+
+
+# A command-line PBT run of 24 one-update calls: 2 learning rates x 2 seeds, an exploit every
+# 3 updates, a wall-clock checkpoint cadence of 1.2 s and no update cadence.
+PBT_COMMAND = [
+    sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+    f"--config.total_env_steps={16 * 32 * 24}", "--config.num_envs=16",
+    "--config.num_steps=32", "--config.log_every=1", "--config.updates_per_call=1",
+    "--config.num_devices=1", "--config.num_seeds=2", "--config.sweep.learning_rate=0.001,0.0003",
+    "--config.pbt.interval=3", "--config.pbt.fraction=0.5", "--config.pbt.low=0.0001,",
+    "--config.pbt.high=0.01,", "--config.checkpoint_every=0",
+    "--config.checkpoint_every_minutes=0.02"]
+
+
+def _logged_update(workdir) -> int:
+    """The last update of the complete metrics lines so far (one line per agent)."""
+    path = os.path.join(workdir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        lines = f.read().splitlines()[:-1]  # the last may be being written
+    return max((json.loads(ln)["update"] for ln in lines if ln.strip()), default=0)
+
+
+def test_a_kill_and_the_same_command_give_the_uninterrupted_history(tmp_path):
+    """kill -9 once 12 updates are logged (calls held 0.3 s), then the same command: the
+    metrics (clock keys aside) and ``pbt.jsonl`` equal an uninterrupted run's, although
+    the killed run had logged updates and exploits past its last checkpoint."""
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    done = subprocess.run([*PBT_COMMAND, f"--workdir={full}"], cwd=REPO, env=entry_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    proc = subprocess.Popen([*PBT_COMMAND, f"--workdir={killed}",
+                             "--config.debug.learner_delay_ms=300"], cwd=REPO,
+                            env=entry_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        while _logged_update(killed) < 12:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    newest = checkpoint_steps(killed)[-1]
+    assert newest < _logged_update(killed)  # lines past the checkpoint, to be rewritten
+    resumed = subprocess.run([*PBT_COMMAND, f"--workdir={killed}"], cwd=REPO,
+                             env=entry_env(), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0 and f"resuming from update {newest}" in resumed.stderr
+    assert reproducible_part(read_metrics(killed)) == reproducible_part(read_metrics(full))
+    assert read_history(str(killed)) == read_history(str(full))
+    assert [h["update"] for h in read_history(str(full))] == [3, 3, 6, 6, 9, 9, 12, 12, 15,
+                                                              15, 18, 18, 21, 21, 24, 24]
