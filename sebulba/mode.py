@@ -52,6 +52,9 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"must be an integer >= 0, got {shown(jitter)}")
     int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
     positive_int(config, "num_envs")
+    require(config.num_actor_threads != 0 or counts.processes == 1, "num_actor_threads",
+            f"0 (from the machine) needs one process, got {counts.processes}: name the "
+            "count, the same in every process")  # the layout needs one count everywhere
     machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     require(config.num_envs % actors == 0, "num_envs",

@@ -408,8 +408,8 @@ FIELDS: tuple[Field, ...] = (
           Checked("a non-empty tuple of distinct local device indices"), resumable=True,
           one_device=(0,), checked_in=SEBULBA),
         F("num_actor_threads", 1, "Actor threads per actor device, each with its own "
-          "EnvPool; 0 = from the machine (one per 4 host cores on a GPU or TPU, at most 4; "
-          "one on a CPU device).",
+          "EnvPool; 0 = from the machine, one process only (one per 4 host cores on a GPU or "
+          "TPU, at most 4; one on a CPU device).",
           Ints(0, "an integer >= 0 (0: from the machine)"), resumable=True, one_device=1,
           checked_in=SEBULBA),
         F("env_threads", 0, "EnvPool worker threads per pool; 0 = EnvPool's default.",

@@ -8,8 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from configs import cartpole_ppo_sebulba
+from rlcore.errors import ConfigError
+from runtime.config.validation import DeviceCounts
 from sebulba import machine
 from sebulba.layout import make_layout
+from sebulba.mode import check_fields
 from sebulba.train import prepare
 
 
@@ -44,3 +47,13 @@ def test_zero_resolves_on_this_cpu_host_before_compiling_and_explicit_wins():
     config.num_actor_threads = 2
     prepare(config)
     assert config.num_actor_threads == 2
+
+
+def test_zero_is_refused_with_several_processes():
+    """Every process must lay out its envs with one thread count; each would resolve its
+    own from its own cores."""
+    config = cartpole_ppo_sebulba.get_config()
+    config.num_actor_threads = 0
+    with pytest.raises(ConfigError, match=r"^num_actor_threads: 0 \(from the machine\) needs "
+                                          r"one process, got 2"):
+        check_fields(config, DeviceCounts(devices=4, local_devices=2, processes=2))
