@@ -52,11 +52,19 @@ def assert_rows_close(rows_a: list[dict], rows_b: list[dict], tol: float = 1e-4)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# XLA's flag that caps the instruction set it compiles for (SSE4_2, AVX, AVX2, AVX512, ...).
+ISA_FLAG = "--xla_cpu_max_isa"
+
+
 def xla_flags(*flags: str) -> str:
-    """``XLA_FLAGS`` for a test's subprocess: ``flags`` and this test's fast-compile flag
+    """``XLA_FLAGS`` for a test's subprocess: the test session's instruction-set cap
+    (``ISA_FLAG``, so that ``XLA_FLAGS=--xla_cpu_max_isa=AVX2 make test`` runs every process
+    under it; a cap in ``flags`` wins), ``flags`` and this test's fast-compile flag
     (tests/fast_compile.py; none in an ``optimized`` test)."""
-    fast = [f for f in os.environ.get("XLA_FLAGS", "").split() if f == fast_compile.XLA_FLAG]
-    return " ".join((*flags, *fast))
+    session = os.environ.get("XLA_FLAGS", "").split()
+    isa = [f for f in session if f.startswith(f"{ISA_FLAG}=")]
+    fast = [f for f in session if f == fast_compile.XLA_FLAG]
+    return " ".join((*isa, *flags, *fast))
 
 
 def entry_env(optimized: bool = False) -> dict:

@@ -17,6 +17,8 @@ OPTIONS = {
                "--no_progress"],
     "seeds": ["--config", "--seeds", "--out", "--variant", "--set", "--threshold", "--rerun"],
     "curves": ["RUN", "--run", "--out", "--title", "--target"],
+    "cpu_isa": ["--config", "--isas", "--rounds", "--seeds", "--total_env_steps",
+                "--timing_env_steps", "--threshold", "--out"],
 }
 
 

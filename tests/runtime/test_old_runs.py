@@ -17,8 +17,13 @@ import pytest
 from tests import old_runs
 from tests.helpers import REPO, read_metrics, reproducible_part
 
-CASES = [pytest.param(commit, spec, id=f"{commit}-{spec.mode}")
-         for commit in old_runs.COMMITS for spec in old_runs.SPECS]
+# The instruction sets the continuations are compiled for: the host's ("") and AVX2 (XLA's
+# cap, ``tests.helpers.ISA_FLAG``), the weakest with FMA that XLA can cap at: every x86-64 CPU
+# since 2013 has FMA (docs/design.md, "Determinism across hosts", says what a CPU without
+# it does).
+ISAS = ("", "AVX2")
+CASES = [pytest.param(commit, spec, isa, id=f"{commit}-{spec.mode}-{isa or 'host'}")
+         for commit in old_runs.COMMITS for spec in old_runs.SPECS for isa in ISAS]
 
 
 def _fixture(commit: str, spec: old_runs.Spec) -> tuple[str, dict]:
@@ -28,15 +33,39 @@ def _fixture(commit: str, spec: old_runs.Spec) -> tuple[str, dict]:
 
 
 @pytest.mark.optimized
-@pytest.mark.parametrize("commit,spec", CASES)
-def test_an_old_run_continues_as_its_own_code_did(commit, spec, tmp_path):
+@pytest.mark.parametrize("commit,spec,isa", CASES)
+def test_an_old_run_continues_as_its_own_code_did(commit, spec, isa, tmp_path):
     """Extended past its end, resumed from an older checkpoint, evaluated: each equals what
-    the commit's code did with the same directory."""
+    the commit's code did with the same directory, floats to ``old_runs.RTOL``."""
     run_dir, expected = _fixture(commit, spec)
-    now = old_runs.continued(REPO, spec, run_dir, str(tmp_path))
-    assert now["extended"] == expected["extended"]
-    assert now["resumed"] == expected["resumed"]
-    assert now["evaluate"] == expected["evaluate"]
+    now = old_runs.continued(REPO, spec, run_dir, str(tmp_path), isa)
+    assert old_runs.differences(now, expected) == []
+
+
+def test_differences_are_exact_on_integers_and_text_and_relative_on_floats():
+    """Floats within ``RTOL`` of the larger magnitude, or within ``ATOL``, pass; anything
+    else is named."""
+    rtol, atol = old_runs.RTOL, old_runs.ATOL
+    row = {"update": 3, "env_steps": 1536, "episode_return": 20.0, "loss/value": -2.0,
+           "params_lag": None}
+    record = {"extended": [row], "evaluate": ["return  186.700  22.792"]}
+    close = {"extended": [dict(row, **{"loss/value": -2.0 * (1 + 0.9 * rtol)})],
+             "evaluate": ["return  186.7001  22.792"]}
+    assert old_runs.differences(close, record) == []
+    far = dict(row, **{"loss/value": -2.0 * (1 + 1.1 * rtol)})
+    assert old_runs.differences({**record, "extended": [far]}, record) == [
+        f"extended[0].loss/value: {far['loss/value']!r}, expected -2.0"]
+    for key, value in (("update", 4), ("env_steps", 1536.0), ("params_lag", 0.0)):
+        assert old_runs.differences({**record, "extended": [dict(row, **{key: value})]},
+                                    record) == [f"extended[0].{key}: {value!r}, expected "
+                                                f"{row[key]!r}"]
+    assert old_runs.differences({**record, "evaluate": ["length  186.700  22.792"]}, record)
+    assert old_runs.differences({**record, "extended": []}, record) == [
+        "extended: 0 items, expected 1"]
+    tiny = {"extended": [dict(row, **{"loss/value": 0.9 * atol})]}
+    assert old_runs.differences(tiny, {"extended": [dict(row, **{"loss/value": 0.0})]}) == []
+    tiny = {"extended": [dict(row, **{"loss/value": 1.1 * atol})]}
+    assert old_runs.differences(tiny, {"extended": [dict(row, **{"loss/value": 0.0})]})
 
 
 def test_a_run_records_its_format_version(tmp_path):
@@ -147,3 +176,16 @@ def test_a_typed_key_in_the_state_is_no_mismatch(tmp_path):
     restored = ckpt.restore_checked(fresh, 1)
     np.testing.assert_array_equal(jax.random.key_data(restored["key"]),
                                   jax.random.key_data(state["key"]))
+
+
+def test_the_sessions_instruction_set_cap_reaches_the_processes_tests_start(monkeypatch):
+    """``XLA_FLAGS=--xla_cpu_max_isa=AVX2 make test`` caps every process; a cap a test gives
+    comes later, so it wins (XLA takes a repeated flag's last value)."""
+    from tests.helpers import entry_env, xla_flags
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4 "
+                                    "--xla_cpu_max_isa=AVX2")
+    assert xla_flags("--xla_cpu_max_isa=AVX") == "--xla_cpu_max_isa=AVX2 --xla_cpu_max_isa=AVX"
+    assert entry_env(optimized=True)["XLA_FLAGS"] == "--xla_cpu_max_isa=AVX2"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    assert "XLA_FLAGS" not in entry_env(optimized=True)
