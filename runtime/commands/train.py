@@ -50,8 +50,9 @@ TRAIN_ERRORS = (
 
 def prepare(config, mode: ModeChecks) -> None:
     """Checks the process fields, joins the multi-process runtime, then checks every other
-    field for ``mode`` and that the mode's host buffers fit the host
-    (``runtime.config.memory_check.host_refusal``): all before anything compiles. The devices'
+    field for ``mode``, that the mode's host buffers fit the host
+    (``runtime.config.memory_check.host_refusal``) and that the state known from shapes fits
+    a device (``shape_refusal``): all before anything compiles. The devices'
     memory is checked once the trainer has compiled its program, by XLA's figure
     (``check_memory``).
 
@@ -62,7 +63,8 @@ def prepare(config, mode: ModeChecks) -> None:
     distributed.initialize(config)
     counts = distributed.device_counts()
     validate(config, mode, counts)
-    check_memory(config, memory_check.host_refusal(config, mode, counts.processes))
+    check_memory(config, memory_check.host_refusal(config, mode, counts.processes)
+                 or memory_check.shape_refusal(config, mode, counts.devices))
 
 
 def check_memory(config, refusal: str | None) -> None:

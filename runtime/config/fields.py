@@ -391,9 +391,10 @@ FIELDS: tuple[Field, ...] = (
     *_group(
         "Memory (docs/design.md, \"Memory plan\")",
         F("memory_check", True, "Refuse, in one line naming the field to change, a run whose "
-          "compiled program needs more than 80% of a device's memory by XLA's own figure, or "
-          "whose host buffers need more than 80% of the host's available RAM; false: say so "
-          "and run anyway.", Flag(), resumable=True),
+          "compiled program needs more than 80% of a device's memory by XLA's own figure (or "
+          "whose params, optimizer state and rollout observations do by their shapes alone, "
+          "before compiling), or whose host buffers need more than 80% of the host's "
+          "available RAM; false: say so and run anyway.", Flag(), resumable=True),
         F("device_memory_gib", 0.0, "Memory a device may use, GiB: the automatic "
           "update_unroll and microbatches fit it and memory_check checks against it; 0 = the "
           "device's own (GPU/TPU: its bytes_limit; CPU: the host's RAM over the devices the "

@@ -21,6 +21,7 @@ from rlcore.hparams import HParams
 from rlcore.networks import NO_CORE
 from rlcore.types import EnvSpec
 from runtime.config import memory
+from runtime.config.agent import NetworkChoice
 from runtime.config.memory import GIB, HEADROOM
 from runtime.config.validation import HostMemory, ModeChecks
 
@@ -207,6 +208,42 @@ def host_refusal(config, mode: ModeChecks, num_processes: int) -> str | None:
     if need <= HEADROOM * available:
         return None
     return host_message(need, available, mode.host_memory) + OVERRIDE
+
+
+def shape_floor(config, mode: ModeChecks, num_shards: int) -> int:
+    """Bytes per device that a run's state needs by its shapes alone, before anything
+    compiles: every agent's params and optimizer state (``jax.eval_shape`` of the learner's
+    init: exact) and its rollout's observations over ``num_shards`` devices (exact; the
+    bootstrap step included). A floor under XLA's figure for the compiled program, which
+    adds gradients, the trajectory and temporaries."""
+    spec = mode.env_spec(config.env_id)
+    sizes = memory.network_sizes(NetworkChoice.of(config), spec, config.optimizer,
+                                 config.max_grad_norm > 0)
+    envs = -(-config.num_envs // max(num_shards, 1))
+    per_agent = (sizes.params + sizes.opt_state
+                 + (config.num_steps + 1) * envs * memory.obs_bytes(spec))
+    return mode.num_agents(config) * per_agent
+
+
+def shape_refusal(config, mode: ModeChecks, num_devices: int) -> str | None:
+    """The line that refuses, before anything compiles, a run whose ``shape_floor`` (over
+    all ``num_devices`` of the runtime: never more shards than that) passes ``HEADROOM`` of
+    a device (``capacity``); None where it fits. An absurd ``num_seeds`` or sweep is refused
+    in seconds this way, where XLA's figure would wait for a compile."""
+    floor = shape_floor(config, mode, num_devices)
+    cap, device = capacity(config, min(num_devices, max(config.get("num_devices", 0), 0)
+                                       or num_devices))
+    if floor <= HEADROOM * cap:
+        return None
+    agents = mode.num_agents(config)
+    if agents > 1:
+        return agents_message(floor, cap, device, agents, agent_fields(config),
+                              "params, optimizer state and rollout observations, from their "
+                              "shapes alone") + OVERRIDE
+    return (f"num_envs: params, optimizer state and rollout observations need at least "
+            f"{_size(floor)} per device by their shapes alone but {device} has {_size(cap)} "
+            f"(a run may use {HEADROOM:.0%}); lower num_envs or num_steps, or choose a "
+            f"smaller network than {config.network}" + OVERRIDE)
 
 
 def agent_fields(config) -> str:

@@ -203,18 +203,42 @@ def test_auto_unroll_in_the_atari_configs():
 
 def test_sweep_of_a_million_agents_validated_fast():
     """3 fields x 100 values (10^6 agents): validated value by value in seconds (it used to
-    take hours), a bad value named by its field; whether the agents fit is XLA's figure's
-    to say, once compiled (tests/runtime/test_memory_xla.py)."""
+    take hours), a bad value named by its field; that they do not fit is refused from their
+    shapes, as fast, before anything compiles."""
     c = minatar_breakout_ppo.get_config()
     c.sweep.learning_rate = tuple(1e-4 * (1 + i) for i in range(100))
     c.sweep.gamma = tuple(0.9 + 0.0009 * i for i in range(100))
     c.sweep.ent_coef = tuple(0.001 * i for i in range(100))
     t0 = time.perf_counter()
-    anakin_train.prepare(c)
+    with pytest.raises(ConfigError, match=r"^sweep.ent_coef, sweep.gamma, sweep.learning_rate: "
+                                          r"1000000 agents need about [0-9.]+ GiB per device "
+                                          r"\(params, optimizer state and rollout observations, "
+                                          r"from their shapes alone; 4.7 MiB each\)"):
+        anakin_train.prepare(c)
     assert time.perf_counter() - t0 < 10
+    c.memory_check = False  # said and run anyway: validation itself passes
+    anakin_train.prepare(c)
     c.sweep.gamma = tuple(0.9 + 0.0009 * i for i in range(99)) + (1.5,)  # one bad value
     with pytest.raises(ConfigError, match=r"^sweep.gamma: must be <= 1.0, got 1.5$"):
         anakin_train.prepare(c)
+
+
+def test_an_absurd_num_seeds_is_one_line_exit_2_in_seconds(tmp_path):
+    """``num_seeds=10**9``: refused by the state's shapes before anything compiles or the
+    workdir is made (it used to start building a billion agents' tags)."""
+    from tests.helpers import run_entry
+
+    workdir = tmp_path / "run"
+    t0 = time.perf_counter()
+    proc = run_entry("anakin.main", ["--config=configs/cartpole_ppo.py",
+                                     "--config.num_seeds=1000000000", f"--workdir={workdir}"],
+                     timeout_s=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "config error: num_seeds: 1000000000 agents need about"), lines
+    assert "at most about" in lines[0] and lines[0].endswith("memory_check=False runs it anyway")
+    assert time.perf_counter() - t0 < 60 and not workdir.exists()
 
 
 def test_normal_configs_accepted():
