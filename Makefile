@@ -44,7 +44,7 @@ PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) -p tests.progress --progress-lin
 	-o console_output_style=classic
 
 test: $(STAMP)
-	@echo "make test: the default tier, about 11 minutes on a quiet 2-core host (a progress line every 30 s)"
+	@echo "make test: the default tier, about 12 minutes on a quiet 2-core host (a progress line every 30 s)"
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP)
