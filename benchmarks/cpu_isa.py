@@ -26,6 +26,7 @@ import sys
 from benchmarks.ablate_report import steady_rate
 from benchmarks.common import format_table, read_rows
 from benchmarks.seeds import final_means
+from runtime.config.xla_flags import ISA_FLAG
 from runtime.process.arguments import OneLineParser, doc_summary
 
 # XLA's caps (xla_cpu_max_isa); "host" is none.
@@ -79,9 +80,9 @@ def train(args, isa: str, workdir: str, steps: int, every_update: bool) -> None:
     """One fixed-seed run of ``args.config`` for ``steps`` env steps with XLA capped at
     ``isa``; a row every update where ``every_update``, else as the config logs."""
     flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
-             if not f.startswith("--xla_cpu_max_isa=")]
+             if not f.startswith(f"{ISA_FLAG}=")]
     if isa != "host":
-        flags.append(f"--xla_cpu_max_isa={isa}")
+        flags.append(f"{ISA_FLAG}={isa}")
     env = dict(os.environ, XLA_FLAGS=" ".join(flags), JAX_PLATFORMS="cpu")
     cmd = [sys.executable, "-m", "anakin.main", f"--config={args.config}",
            f"--config.num_seeds={args.seeds}", f"--config.total_env_steps={steps}",

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from runtime.commands.video import quiet_fork
+from runtime.config.xla_flags import ISA_FLAG
 from runtime.run.metrics import is_clock_key
 from tests import fast_compile
 
@@ -52,13 +53,9 @@ def assert_rows_close(rows_a: list[dict], rows_b: list[dict], tol: float = 1e-4)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# XLA's flag that caps the instruction set it compiles for (SSE4_2, AVX, AVX2, AVX512, ...).
-ISA_FLAG = "--xla_cpu_max_isa"
-
-
 def xla_flags(*flags: str) -> str:
     """``XLA_FLAGS`` for a test's subprocess: the test session's instruction-set cap
-    (``ISA_FLAG``, so that ``XLA_FLAGS=--xla_cpu_max_isa=AVX2 make test`` runs every process
+    (``ISA_FLAG``, so that ``XLA_FLAGS=--xla_cpu_max_isa=AVX make test`` runs every process
     under it; a cap in ``flags`` wins), ``flags`` and this test's fast-compile flag
     (tests/fast_compile.py; none in an ``optimized`` test)."""
     session = os.environ.get("XLA_FLAGS", "").split()

@@ -64,7 +64,8 @@ def prepare(config, mode: ModeChecks) -> None:
     counts = distributed.device_counts()
     validate(config, mode, counts)
     check_memory(config, memory_check.host_refusal(config, mode, counts.processes)
-                 or memory_check.shape_refusal(config, mode, counts.devices))
+                 or memory_check.shape_refusal(config, mode, counts.devices,
+                                              counts.processes))
 
 
 def check_memory(config, refusal: str | None) -> None:

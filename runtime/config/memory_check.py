@@ -225,14 +225,15 @@ def shape_floor(config, mode: ModeChecks, num_shards: int) -> int:
     return mode.num_agents(config) * per_agent
 
 
-def shape_refusal(config, mode: ModeChecks, num_devices: int) -> str | None:
-    """The line that refuses, before anything compiles, a run whose ``shape_floor`` (over
-    all ``num_devices`` of the runtime: never more shards than that) passes ``HEADROOM`` of
-    a device (``capacity``); None where it fits. An absurd ``num_seeds`` or sweep is refused
-    in seconds this way, where XLA's figure would wait for a compile."""
+def shape_refusal(config, mode: ModeChecks, num_devices: int,
+                  num_processes: int = 1) -> str | None:
+    """The line that refuses, before anything compiles, a run whose ``shape_floor`` (spread
+    over all ``num_devices`` of the runtime: never more shards than that) passes
+    ``HEADROOM`` of a device (``capacity``, for the devices the mode uses, as
+    ``compiled_refusal`` has it); None where it fits. An absurd ``num_seeds`` or sweep is
+    refused in seconds this way, where XLA's figure would wait for a compile."""
     floor = shape_floor(config, mode, num_devices)
-    cap, device = capacity(config, min(num_devices, max(config.get("num_devices", 0), 0)
-                                       or num_devices))
+    cap, device = capacity(config, mode.devices_used(config, num_devices, num_processes))
     if floor <= HEADROOM * cap:
         return None
     agents = mode.num_agents(config)

@@ -94,6 +94,11 @@ def _local_devices(config) -> int | None:
     return fake_devices(os.environ.get("XLA_FLAGS", "")) or 1
 
 
+# XLA's flag that caps the instruction set it compiles CPU code for (SSE4_2, AVX, AVX2,
+# AVX512, ...; docs/design.md, "Determinism across hosts"). Not a config field: a cap does
+# not make two hosts' runs equal.
+ISA_FLAG = "--xla_cpu_max_isa"
+
 # The XLA flag that gives a CPU process fake devices (read once, when JAX starts).
 FAKE_DEVICES_FLAG = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
 
