@@ -58,7 +58,8 @@ def reset_envs(env: JaxEnv, reset_root, env_ids, core: CoreState | None = None,
 def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_update: int = -1,
                     bootstrap_time_limits: bool = False, over_agents: bool = False,
                     reward_scaling: tuple[float, float] | None = None):
-    """Builds ``rollout(params, carry, roots, env_ids, update) -> (carry, Trajectory, summary)``.
+    """Builds ``rollout(params, carry, roots, env_ids, update, act) -> (carry, Trajectory,
+    summary)``.
 
     Args:
       env: the JaxEnv (single env; vmapped here).
@@ -78,7 +79,8 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
 
     Returns:
       ``rollout`` taking ``roots = (action_root, env_root)`` keys, ``env_ids [B]`` global
-      indices and the int ``update``; returns the new EnvCarry, a Trajectory ``[T, B]`` and an
+      indices, the int ``update`` and the algorithm's ``act`` (``Algorithm.act``: the
+      distribution actions are sampled from; None: the network's); returns the new EnvCarry, a Trajectory ``[T, B]`` and an
       EpisodeSummary of this device's envs. A recurrent agent's Trajectory holds the core
       state at the rollout's start and the episode starts ``first [T, B]``.
     """
@@ -86,7 +88,7 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
                           reward_scaling)
     dist_family = distribution_for(env.spec)
 
-    def rollout(params, carry: EnvCarry, roots, env_ids, update):
+    def rollout(params, carry: EnvCarry, roots, env_ids, update, act=None):
         action_root, env_root = roots
         # All randomness of the rollout up front, in batched draws outside the loop (the
         # same keys and draws as taking them step by step; see rlcore.seeding): [T, B, ...]
@@ -96,8 +98,8 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
         step_keys, resets = map_keys(env.draw_reset,
                                      rollout_keys(env_root, env_ids, update, num_steps))
         start_core = carry.core
-        carry, (traj, summaries) = jax.lax.scan(functools.partial(one_step, params, update),
-                                                carry, (noise, step_keys, resets))
+        carry, (traj, summaries) = jax.lax.scan(
+            functools.partial(one_step, params, update, act), carry, (noise, step_keys, resets))
         traj = traj.replace(bootstrap_obs=carry.obs, core_state=start_core)
         summary = jax.tree.map(jnp.sum, summaries)
         return carry, traj, summary
@@ -108,16 +110,18 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
 def _make_step(env: JaxEnv, apply_fn: Callable, nan_at_update: int,
                bootstrap_time_limits: bool, over_agents: bool,
                reward_scaling: tuple[float, float] | None):
-    """``one_step(params, update, carry, (noise_t, step_key, reset)) -> (carry,
+    """``one_step(params, update, act, carry, (noise_t, step_key, reset)) -> (carry,
     (Trajectory, EpisodeSummary))``: one step of the envs ``[B]`` of ``make_rollout_fn``'s
     scan (its arguments), by the rules of ``rlcore.transitions``."""
     step_envs = env.step_batch_drawn
     branch = transitions.always if over_agents else jax.lax.cond
     values_fn = functools.partial(final_values, apply_fn)
 
-    def one_step(params, update, carry: EnvCarry, xs):
+    def one_step(params, update, act, carry: EnvCarry, xs):
         action_noise_t, step_key, reset = xs
         dist, value, core = step_network(apply_fn, params, carry.obs, carry.core, carry.first)
+        if act is not None:
+            dist = act(dist, update)
         action = dist.sample_from_noise(action_noise_t)
         state, ts = step_envs(carry.state, action, step_key, reset)
         reward = ts.reward

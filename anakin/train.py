@@ -24,13 +24,14 @@ from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore import pbt
 from rlcore.hparams import HParams
-from rlcore.learner import init_learner_state, make_update_fn_for
+from rlcore.algorithms import make_algorithm
+from rlcore.learner import init_learner_state, make_update_fn_for, own_state_init
 from rlcore.losses import LossMetrics
 from rlcore.networks import initial_core
 from rlcore.normalize import observer
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, pbt_key, pbt_root
-from rlcore.types import EpisodeSummary, LearnerState, Params
+from rlcore.types import EpisodeSummary, LearnerState, Params, state_partition
 from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check, sweep
@@ -155,7 +156,9 @@ class AnakinRun:
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.explore = (population.explore_settings(config) if population.enabled(config)
                         else None)  # population-based training's static settings
-        self.state_spec = AnakinState(learner=P(), envs=env_spec,
+        learner_spec = state_partition(jax.eval_shape(self._init_learner, self.roots.init),
+                                       AXIS, agents=self.num_agents > 1)
+        self.state_spec = AnakinState(learner=learner_spec, envs=env_spec,
                                       lagged=P() if self.lag else None,
                                       population=P() if self.explore else None)
         self._call = None
@@ -175,10 +178,14 @@ class AnakinRun:
         swept, None elsewhere; None without a sweep) in a run of ``num_updates`` updates (a
         traced ``[]`` int: the learning rate's schedule reads it, the program does not
         depend on it)."""
-        hp = self.hparams if swept is None else self.hparams.override(swept)
+        hp = self._agent_hparams(swept)
         return make_update_fn_for(hp, self.network.apply,
                                   optimizer_for(hp, num_updates, self.lag), AXIS,
                                   observer(self.network))
+
+    def _agent_hparams(self, swept: HParams | None) -> HParams:
+        """The hyperparameters of an agent with ``swept`` values (``agent_update_fn``)."""
+        return self.hparams if swept is None else self.hparams.override(swept)
 
     def _env_ids(self, n=None):
         """Global indices of this device's ``n`` envs ``[n]`` (default: its training envs)
@@ -206,16 +213,22 @@ class AnakinRun:
         zeros = lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
         return jax.lax.cond(train_eval_due(u, every), run, zeros, None)
 
+    def _init_learner(self, keys) -> LearnerState:
+        """Every agent's fresh learner state (the algorithm's own included) from its init
+        key, unplaced. Agents are initialised one after another (lax.map), not vmapped: a
+        batched orthogonal init is a batched LAPACK QR, whose jaxlib kernel waits on the
+        intra-op pool from inside it and deadlocks when several CPU devices run it at once
+        (jax 0.10)."""
+        own = own_state_init(self.hparams, self.env.spec, self.config.num_envs,
+                             self.config.num_steps)
+        init_one = functools.partial(init_learner_state, self.network, self.optimizer,
+                                     spec=self.env.spec, init_state=own)
+        return init_one(keys) if self.num_agents == 1 else jax.lax.map(init_one, keys)
+
     def init_state(self) -> AnakinState:
         """Fresh params, optimizer state and envs reset from keys of their global index."""
-        init_one = functools.partial(init_learner_state, self.network, self.optimizer,
-                                     spec=self.env.spec)
-        # Agents are initialised one after another (lax.map), not vmapped: a batched
-        # orthogonal init is a batched LAPACK QR, whose jaxlib kernel waits on the intra-op
-        # pool from inside it and deadlocks when several CPU devices run it at once (jax 0.10).
-        init_learner = jax.jit(
-            init_one if self.num_agents == 1 else functools.partial(jax.lax.map, init_one),
-            out_shardings=distributed.replicated(self.mesh))
+        init_learner = jax.jit(self._init_learner, out_shardings=jax.tree.map(
+            lambda s: NamedSharding(self.mesh, s), self.state_spec.learner))
         init_envs = jax.jit(jax.shard_map(
             lambda roots: self.per_agent(
                 lambda r: reset_envs(self.env, r.env, self._env_ids(), initial_core(
@@ -272,8 +285,9 @@ class AnakinRun:
 
         def agent_update(state: AnakinState, roots: Roots, swept):
             u = state.learner.update
+            act = make_algorithm(self._agent_hparams(swept)).act
             envs, traj, episodes = self.rollout(acting_params(state), state.envs,
-                                                (roots.action, roots.env), env_ids, u)
+                                                (roots.action, roots.env), env_ids, u, act)
             if state.lagged is not None:  # values of older params: the learner's own instead
                 traj = traj.replace(behaviour_value=None)
             learner, loss = self.agent_update_fn(swept, num_updates)(
@@ -320,10 +334,11 @@ class AnakinRun:
         compiles for before the state exists (so that XLA's memory figure is checked first)."""
         shapes = jax.eval_shape(self.init_state)
 
-        def placed(tree, spec):
-            sharding = NamedSharding(self.mesh, spec)
-            return jax.tree.map(lambda s: jax.ShapeDtypeStruct(
-                s.shape, s.dtype, sharding=sharding, weak_type=s.weak_type), tree)
+        def placed(tree, spec):  # spec: one PartitionSpec, or one per leaf of tree
+            specs = jax.tree.map(lambda _: spec, tree) if isinstance(spec, P) else spec
+            return jax.tree.map(lambda s, sp: jax.ShapeDtypeStruct(
+                s.shape, s.dtype, sharding=NamedSharding(self.mesh, sp),
+                weak_type=s.weak_type), tree, specs)
 
         return AnakinState(learner=placed(shapes.learner, self.state_spec.learner),
                            envs=placed(shapes.envs, self.state_spec.envs),

@@ -204,3 +204,26 @@ def distribution_for(spec: EnvSpec) -> type[Categorical] | type[DiagGaussian]:
     (``action_shape == ()``), ``DiagGaussian`` for a box ``(D,)``. The one place that tells
     the two apart."""
     return DiagGaussian if spec.action_shape else Categorical
+
+
+# The smallest probability ``epsilon_greedy`` writes: its log (-69) is finite, and no
+# float32 Gumbel draw (within about -2.8 and 16.7) lifts such an action over the greedy one.
+TINY_PROB = 1e-30
+
+
+def epsilon_greedy(q: jax.Array, epsilon: jax.Array | float) -> Categorical:
+    """The epsilon-greedy policy of Q-values ``q [*S, A]``: probability ``1 - epsilon +
+    epsilon / A`` on the first argmax, ``epsilon / A`` on every other action, as a
+    ``Categorical`` of those log-probabilities (so sampling, ``params()`` and the
+    behaviour log-probabilities are a categorical's; probabilities below ``TINY_PROB``
+    are ``TINY_PROB``: epsilon 0 acts greedily).
+
+    Args:
+      q: ``[*S, A]`` action values.
+      epsilon: ``[]`` (or broadcastable to ``[*S]``) in [0, 1].
+    """
+    num_actions = q.shape[-1]
+    greedy = jax.nn.one_hot(jnp.argmax(q, axis=-1), num_actions, dtype=q.dtype)
+    eps = jnp.broadcast_to(jnp.asarray(epsilon, q.dtype), q.shape[:-1])[..., None]
+    probs = (1.0 - eps) * greedy + eps / num_actions
+    return Categorical(logits=jnp.log(jnp.maximum(probs, TINY_PROB)))

@@ -52,12 +52,62 @@ UpdateFn = Callable[[LearnerState, Trajectory, PRNGKey], tuple[LearnerState, Los
 
 
 def init_learner_state(network: Network, optimizer: optax.GradientTransformation,
-                       key: PRNGKey, spec: EnvSpec) -> LearnerState:
+                       key: PRNGKey, spec: EnvSpec,
+                       init_state: Callable[[Params], Any] | None = None) -> LearnerState:
     """Fresh params (``network.init`` on one dummy observation of ``spec``, see
-    ``rlcore.networks.init_params``), optimizer state and update counter 0. Jit it with the
-    sharding the caller wants."""
+    ``rlcore.networks.init_params``), optimizer state, update counter 0 and the algorithm's
+    own state ``init_state(params)`` (``own_state_init``; None: none). Jit it with the
+    sharding the caller wants (``rlcore.types.state_partition``)."""
     params = init_params(network, key, spec)
-    return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0))
+    extra = None if init_state is None else init_state(params)
+    return LearnerState(params=params, opt_state=optimizer.init(params), update=jnp.int32(0),
+                        extra=extra)
+
+
+def own_state_init(hp: HParams, spec: EnvSpec, num_envs: int,
+                   num_steps: int) -> Callable[[Params], Any]:
+    """``params -> extra``: the own state (``Algorithm.init_state``) of ``hp``'s algorithm
+    for a run of rollouts ``[num_steps, num_envs]`` (all devices' envs) on ``spec``."""
+    algorithm = make_algorithm(hp)
+    return lambda params: algorithm.init_state(params, spec, num_envs, num_steps)
+
+
+def replay_indices(key: PRNGKey, filled: Array, num_local_envs: int, block: int,
+                   num_batches: int, per_block: int,
+                   axis_name: str | None = None) -> tuple[Array, Array]:
+    """(row, env) indices of ``num_batches`` minibatches drawn uniformly, with replacement,
+    from the first ``filled`` rows of a per-env store ``[R, B_local, ...]`` (a replay
+    buffer in ``rlcore.types.ByEnv``); device-count free as ``sample_minibatch_indices``:
+    the global env axis is cut into blocks of ``block`` envs, and minibatch ``k`` takes
+    ``per_block`` samples of every block, drawn with ``fold_in(fold_in(key, k), g)`` for
+    global block ``g``.
+
+    Args:
+      key: the update's PRNG key, identical on every device.
+      filled: int ``[]``, rows written so far (``1 <= filled <= R``).
+      num_local_envs: envs this device holds, a multiple of ``block``.
+      block: envs per block.
+      num_batches: minibatches K.
+      per_block: samples of each block in a minibatch.
+      axis_name: device axis holding consecutive slices of the env axis, or None.
+
+    Returns:
+      ``(rows, envs)``, int32 ``[K, per_block, num_local_envs // block]`` each (a
+      ``take_samples`` pair).
+    """
+    blocks = num_local_envs // block
+    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
+
+    def draw(k: Array, g: Array) -> tuple[Array, Array]:
+        row_key, env_key = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, k), g))
+        return (jax.random.randint(row_key, (per_block,), 0, filled, jnp.int32),
+                jax.random.randint(env_key, (per_block,), 0, block, jnp.int32))
+
+    ids = first_block + jnp.arange(blocks)
+    rows, envs = jax.vmap(lambda k: jax.vmap(lambda g: draw(k, g))(ids))(
+        jnp.arange(num_batches))  # [K, blocks, per_block]
+    envs = envs + (jnp.arange(blocks, dtype=jnp.int32) * block)[None, :, None]
+    return rows.transpose((0, 2, 1)), envs.transpose((0, 2, 1))
 
 
 def block_permutations(key: PRNGKey, num_local_envs: int, num_minibatches: int,
@@ -273,8 +323,10 @@ def make_update_fn(
     microbatches: int = 1,
     observe: Observe | None = None,
 ) -> UpdateFn:
-    """Builds the update shared by Anakin and Sebulba and every algorithm: ``prepare``, the
-    gradient steps of ``minibatch_schedule`` in one ``lax.scan``, then ``observe``.
+    """Builds the update shared by Anakin and Sebulba and every algorithm: ``prepare``, its
+    own state's ``remember``, the gradient steps of its ``schedule`` (None: of
+    ``minibatch_schedule``) in one ``lax.scan``, then ``observe`` and ``after_update``
+    (docs/design.md, "The algorithm protocol").
 
     Args:
       algorithm: an ``rlcore.algorithms`` object (``prepare`` and ``loss``).
@@ -303,20 +355,24 @@ def make_update_fn(
     def update(state: LearnerState, trajectory: Trajectory,
                key: PRNGKey) -> tuple[LearnerState, LossMetrics]:
         data = algorithm.prepare(state.params, apply_fn, trajectory)
-        idx, take = minibatch_schedule(key, *trajectory.reward.shape, minibatch=minibatch,
-                                       num_minibatches=num_minibatches, num_epochs=num_epochs,
-                                       axis_name=axis_name)  # reward [T, B_local]
+        extra, source = algorithm.remember(state.extra, data, state.update)
+        own = algorithm.schedule(source, extra, key, axis_name)
+        idx, take = own if own is not None else minibatch_schedule(
+            key, *trajectory.reward.shape, minibatch=minibatch,
+            num_minibatches=num_minibatches, num_epochs=num_epochs,
+            axis_name=axis_name)  # reward [T, B_local]
 
         def step(carry: OptCarry, mb_idx: Any) -> tuple[OptCarry, LossMetrics]:
-            return gradient_step(carry, take(data, mb_idx))
+            return gradient_step(carry, take(source, mb_idx))
 
         (params, opt_state), metrics = jax.lax.scan(step, (state.params, state.opt_state), idx,
                                                     unroll=unroll)
         metrics = jax.tree.map(jnp.mean, metrics)
         if observe is not None:
             params = observe(params, trajectory, axis_name)
-        new_state = LearnerState(params=params, opt_state=opt_state, update=state.update + 1)
-        return new_state, metrics
+        extra = algorithm.after_update(extra, params, state.update + 1)
+        return LearnerState(params=params, opt_state=opt_state, update=state.update + 1,
+                            extra=extra), metrics
 
     return update
 

@@ -310,6 +310,8 @@ class RecurrentActorCritic(nn.Module):
       cell: ``"lstm"`` or ``"gru"``.
       hidden_size: H.
       distribution: the head's class of ``rlcore.distributions``.
+      heads: an algorithm's own heads (``Algorithm.heads``: ``[N, H] -> (dist [N], value
+        [N])``), or None for the policy and value heads.
     """
 
     torso: nn.Module
@@ -317,6 +319,7 @@ class RecurrentActorCritic(nn.Module):
     cell: str
     hidden_size: int
     distribution: Any = Categorical
+    heads: nn.Module | None = None
 
     @nn.compact
     def __call__(self, obs: Array, core: CoreState,
@@ -326,8 +329,7 @@ class RecurrentActorCritic(nn.Module):
         scan = nn.scan(_ResetCell, variable_broadcast="params", split_rngs={"params": False})
         core, y = scan(self.cell, self.hidden_size, name="core")(
             core, x.reshape((t, n, x.shape[-1])), first)
-        dist, value = _Heads(self.num_actions, self.distribution, name="heads")(
-            y.reshape((t * n, -1)))
+        dist, value = _heads_of(self)(y.reshape((t * n, -1)))
         return _split_rows(dist, t, n), value.reshape((t, n)), core
 
     def initial_core(self, n: int) -> CoreState:
@@ -341,23 +343,34 @@ def _split_rows(tree: Any, t: int, n: int) -> Any:
     return jax.tree.map(lambda x: x.reshape((t, n) + x.shape[1:]), tree)
 
 
+def _heads_of(module: Any) -> nn.Module:
+    """``module``'s heads (inside its compact call): its ``heads`` (an algorithm's own,
+    ``Algorithm.heads``), else the policy and value heads; named ``heads`` either way."""
+    if module.heads is not None:
+        return module.heads
+    return _Heads(module.num_actions, module.distribution, name="heads")
+
+
 class TorsoActorCritic(nn.Module):
-    """A torso of the user's with the policy and value heads: ``obs [N, ...] -> (dist [N],
-    value [N])``.
+    """A torso with heads: ``obs [N, ...] -> (dist [N], value [N])``.
 
     Attributes:
-      torso: ``obs [N, *obs_shape] -> features [N, D]`` float.
+      torso: ``obs [N, *obs_shape] -> features [N, D]`` float (the user's, or a network of
+        ``NETWORKS`` built with ``heads=False``).
       num_actions: A (or D).
       distribution: the head's class of ``rlcore.distributions``.
+      heads: an algorithm's own heads (``Algorithm.heads``), or None for the policy and
+        value heads.
     """
 
     torso: nn.Module
     num_actions: int
     distribution: Any = Categorical
+    heads: nn.Module | None = None
 
     @nn.compact
     def __call__(self, obs: Array) -> tuple[Distribution, Array]:
-        return _Heads(self.num_actions, self.distribution, name="heads")(self.torso(obs))
+        return _heads_of(self)(self.torso(obs))
 
 
 def imported_torso(path: str, spec: EnvSpec) -> nn.Module:
@@ -421,20 +434,22 @@ def torso(name: str, spec: EnvSpec) -> nn.Module:
 
 
 def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
-                 hidden_size: int = 128) -> nn.Module:
+                 hidden_size: int = 128, heads: nn.Module | None = None) -> nn.Module:
     """Returns the network ``name`` (a key of ``NETWORKS``, or an import path to a torso of
     the user's, given the heads by ``TorsoActorCritic``) for ``spec``'s action space (its
     distribution: ``rlcore.distributions.distribution_for``); with ``recurrent`` ``"lstm"``
     or ``"gru"`` that network's torso in a ``RecurrentActorCritic`` whose core has
-    ``hidden_size`` units."""
+    ``hidden_size`` units. ``heads``: an algorithm's own (``Algorithm.heads``) on the
+    torso of ``name`` instead of the policy and value heads."""
     dist = distribution_for(spec)
-    if recurrent == NO_CORE and name in NETWORKS:
+    if recurrent == NO_CORE and name in NETWORKS and heads is None:
         return NETWORKS[name](num_actions=spec.num_actions, distribution=dist)
     if recurrent == NO_CORE:
-        return TorsoActorCritic(torso=imported_torso(name, spec), num_actions=spec.num_actions,
-                                distribution=dist)
+        return TorsoActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
+                                distribution=dist, heads=heads)
     return RecurrentActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
-                                cell=recurrent, hidden_size=hidden_size, distribution=dist)
+                                cell=recurrent, hidden_size=hidden_size, distribution=dist,
+                                heads=heads)
 
 
 def initial_core(network: Network, n: int) -> CoreState | None:

@@ -309,8 +309,51 @@ class LearnerState:
       params: network parameters.
       opt_state: optax optimizer state.
       update: int32 scalar, number of updates done.
+      extra: the algorithm's own state (``Algorithm.init_state``: target params, a replay
+        buffer, a temperature), initialised, carried, sharded (``state_partition``) and
+        checkpointed with the rest; None for an algorithm without one (PPO, IMPALA), which
+        leaves the state's structure, and so its checkpoints, as before
+        (docs/design.md, "The algorithm protocol").
     """
 
     params: Params
     opt_state: optax.OptState
     update: jax.Array
+    extra: Any = None
+
+
+@struct.dataclass
+class ByEnv:
+    """A part of an algorithm's own state held per env, like a trajectory: every leaf of
+    ``data`` is time-major ``[R, B, ...]`` (``B`` the run's envs; ``R`` rows per env, e.g. a
+    replay buffer's), split over the devices on its env axis as the rollouts are, so each
+    device keeps the rows of its own envs (``state_partition``).
+
+    Attributes:
+      data: the pytree of ``[R, B, ...]`` leaves.
+    """
+
+    data: Any
+
+
+def _is_by_env(x: Any) -> bool:
+    return isinstance(x, ByEnv)
+
+
+def state_partition(state: LearnerState, axis_name: str, agents: bool = False) -> Any:
+    """PartitionSpecs of a ``LearnerState`` (any leaves: arrays or shapes) over the mesh
+    axis ``axis_name``: replicated (one ``P()`` where ``extra`` is None), but the leaves
+    under a ``ByEnv`` of ``extra`` split on their env axis (axis 1; 2 with a leading agent
+    axis, ``agents``)."""
+    if state.extra is None:
+        return P()
+    env: Any = P(None, None, axis_name) if agents else P(None, axis_name)
+
+    def spec(x: Any) -> Any:
+        return jax.tree.map(lambda _: env, x) if _is_by_env(x) else P()
+
+    replicated: Any = P()  # the leaves of this LearnerState are PartitionSpecs
+    return LearnerState(params=jax.tree.map(lambda _: P(), state.params),
+                        opt_state=jax.tree.map(lambda _: P(), state.opt_state),
+                        update=replicated,
+                        extra=jax.tree.map(spec, state.extra, is_leaf=_is_by_env))

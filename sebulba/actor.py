@@ -108,17 +108,21 @@ class ActorSpec:
     reward_scaling: tuple[float, float] | None = None
 
 
-def make_policy_fn(apply_fn: Callable, action_root):
+def make_policy_fn(apply_fn: Callable, action_root, act: Callable | None = None):
     """Jitted ``(params, obs [n, ...], core, first [n], env_ids [n], update, step) ->
     (action [n, *action_shape], dist_params [n, P], core)``; runs where its arguments live
     (the actor device). ``core``: a recurrent agent's CoreState ``[n, H]`` before the step
     (returned after it), ``first``: its episode starts; both None for a feed-forward agent.
     Each env's row is computed as in any other batch (``rlcore.networks.row_stable``), so a
-    thread's share of the envs does not change its envs' logits."""
+    thread's share of the envs does not change its envs' logits. ``act``: the algorithm's
+    (``Algorithm.act``: the distribution the actions are sampled from, at ``update``);
+    None: the network's."""
     step = row_stable(functools.partial(step_network, apply_fn))
 
     def policy(params, obs, core, first, env_ids, update, step_index):
         dist, _, core = step(params, obs, core, first)
+        if act is not None:
+            dist = act(dist, update)
         action = dist.sample_rows(per_env_keys(action_root, env_ids, update, step_index))
         return action, dist.params(), core
 

@@ -93,7 +93,7 @@ def episode_array(items: list[RolloutItem], layout: Layout,
 def make_learner_step(hp: HParams, apply_fn, optimizer_of, layout: Layout, roots,
                       core_state=None, final_value: bool = False,
                       discounted_return: bool = False, observe=None,
-                      info_names: tuple[str, ...] = ()):
+                      info_names: tuple[str, ...] = (), state_spec=None):
     """Jitted ``(state, trajectory, episodes, update, num_updates) -> (state,
     LearnerOutput)`` over the learner mesh (params replicated, env axis sharded), with the
     algorithm, epochs and minibatches of ``hp`` and the optimizer ``optimizer_of(num_updates)``
@@ -103,7 +103,9 @@ def make_learner_step(hp: HParams, apply_fn, optimizer_of, layout: Layout, roots
     the trajectory's structure), None for feed-forward; ``final_value``,
     ``discounted_return``: the rollouts carry that Trajectory field; ``observe``: the
     normalisation statistics' update (``rlcore.normalize.observer``), or None;
-    ``info_names``: the env's ``EnvSpec.episode_info`` (``episode_array``'s columns).
+    ``info_names``: the env's ``EnvSpec.episode_info`` (``episode_array``'s columns);
+    ``state_spec``: the learner state's PartitionSpecs (``rlcore.types.state_partition``;
+    None: replicated).
 
     The input state is not donated: the trainer keeps the last completed update's state
     alive while the next update runs, to checkpoint it if a signal abandons that update
@@ -116,8 +118,10 @@ def make_learner_step(hp: HParams, apply_fn, optimizer_of, layout: Layout, roots
         return state, LearnerOutput(loss=loss,
                                     episodes=EpisodeSummary.from_list(sums, info_names))
 
+    state_spec = P() if state_spec is None else state_spec
     step = jax.shard_map(device_step, mesh=layout.learner_mesh,
-                         in_specs=(P(), traj_spec(core_state, final_value, discounted_return),
+                         in_specs=(state_spec,
+                                   traj_spec(core_state, final_value, discounted_return),
                                    P(AXIS), P(), P()),
-                         out_specs=(P(), P()))
+                         out_specs=(state_spec, P()))
     return jax.jit(step)

@@ -23,14 +23,16 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 
 from envs import registry
-from rlcore.learner import init_learner_state
+from rlcore.algorithms import make_algorithm
+from rlcore.learner import init_learner_state, own_state_init
 from rlcore.networks import initial_core
 from rlcore.normalize import observer
 from rlcore.optim import optimizer_for
 from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
-from rlcore.types import LearnerState, Trajectory
+from rlcore.types import LearnerState, Trajectory, state_partition
 from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check
@@ -78,12 +80,14 @@ class SebulbaRun:
         self.from_cache = False  # the compile cache served the learner step (compile_learner)
         # The learner step builds its optimizer from the run's length, a traced argument.
         optimizer_of = functools.partial(optimizer_for, self.hparams, policy_lag=lag)
+        self.state_spec = state_partition(jax.eval_shape(self._init), sl.AXIS)
         self.learner_step = sl.make_learner_step(
             self.hparams, self.network.apply, optimizer_of, self.layout, self.roots,
             initial_core(self.network, 1), config.bootstrap_time_limits,
             config.normalize_reward, observer(self.network),
-            info_names=self.spec.episode_info)
-        self.policy = make_policy_fn(self.network.apply, self.roots.action)
+            info_names=self.spec.episode_info, state_spec=self.state_spec)
+        self.policy = make_policy_fn(self.network.apply, self.roots.action,
+                                     make_algorithm(self.hparams).act)
         self.final_value = (make_final_value_fn(self.network.apply)
                             if config.bootstrap_time_limits else None)
 
@@ -117,10 +121,18 @@ class SebulbaRun:
         return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
                         cfg.eval_max_steps, functools.partial(initial_core, self.network))
 
+    def _init(self) -> LearnerState:
+        """A fresh learner state, the algorithm's own included (unplaced: ``init_state``)."""
+        own = own_state_init(self.hparams, self.spec, self.config.num_envs,
+                             self.config.num_steps)
+        return init_learner_state(self.network, self.optimizer, self.roots.init, self.spec, own)
+
     def init_state(self) -> LearnerState:
-        init = functools.partial(init_learner_state, self.network, self.optimizer,
-                                 self.roots.init, self.spec)
-        return jax.jit(init, out_shardings=distributed.replicated(self.layout.learner_mesh))()
+        """A fresh learner state on the learner mesh (``state_spec``: replicated, the
+        algorithm's ``ByEnv`` state split on the env axis)."""
+        mesh = self.layout.learner_mesh
+        return jax.jit(self._init, out_shardings=jax.tree.map(
+            lambda s: NamedSharding(mesh, s), self.state_spec))()
 
     def start_actors(self, start: int, end: int, server, stop) -> tuple[list, list]:
         """Starts one thread per (actor device, thread); returns (actors, queues) in the

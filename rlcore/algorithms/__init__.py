@@ -10,7 +10,13 @@ attributes and methods of ``rlcore.algorithms.base.Algorithm`` that
   whole rollout before the epochs, with the params at the start of the update (PPO: values
   and GAE advantages and targets; IMPALA: nothing, the Trajectory itself). ``data`` is a
   time-major record with a ``take_envs(idx)`` method that selects a minibatch of envs.
-- ``loss(params, apply_fn, minibatch, axis_name) -> (loss, LossMetrics)``.
+- ``loss(params, apply_fn, minibatch, axis_name) -> (loss, LossMetrics)``;
+- what it owns beyond the loss, with defaults in ``rlcore.algorithms.base.AlgorithmBase``
+  (the actor-critic family's): ``heads`` on the torso, ``act`` (how a rollout acts from
+  the network's distribution), ``init_state`` (its own ``LearnerState.extra``),
+  ``remember`` / ``schedule`` / ``after_update`` (the update's shape: epochs over the
+  rollout, or minibatches sampled from its own state); docs/design.md, "The algorithm
+  protocol".
 
 Its hyperparameters are its dataclass fields: one named like an ``rlcore.hparams.HParams``
 field reads that config field (``gamma``, ``clip_eps``, ...); any other is its own, with a
@@ -37,7 +43,8 @@ REGISTRY: dict[str, type[Algorithm]] = {
 # What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
 CLASS_ATTRIBUTES = ("prepared_step_bytes", "minibatch_kinds", "loss_reduction",
                     "staleness_corrections")
-METHODS = ("value_pass", "from_hparams", "prepare", "split_ready", "loss")
+METHODS = ("value_pass", "from_hparams", "prepare", "split_ready", "loss", "heads", "act",
+           "init_state", "remember", "schedule", "after_update")
 
 
 def algorithm_class(name: str) -> type[Algorithm]:
@@ -62,7 +69,7 @@ def check_algorithm(name: str, cls) -> None:
     missing = [a for a in (*CLASS_ATTRIBUTES, *METHODS) if not hasattr(cls, a)]
     if missing:
         raise ConfigError(f"algorithm: '{name}' lacks {', '.join(missing)} (the Algorithm "
-                          "protocol, rlcore/algorithms/base.py)")
+                          "protocol, rlcore/algorithms/base.py; AlgorithmBase has defaults)")
     for field in dataclasses.fields(cls):
         if field.name in own_hyperparameters(cls) and type(field.default) not in OWN_TYPES:
             raise ConfigError(f"algorithm: '{name}' has hyperparameter {field.name} without a "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, Callable, ClassVar, Protocol, Self
 
+from rlcore.distributions import Distribution
 from rlcore.hparams import NAMES, HParams
 from rlcore.losses import LossMetrics
-from rlcore.types import ApplyFn, Array, Params, Trajectory
+from rlcore.types import ApplyFn, Array, EnvSpec, Params, PRNGKey, Trajectory
 
 # Minibatch kinds: whole sequences of envs (time kept whole) or single (step, env) samples.
 SAMPLES, SEQUENCES = "samples", "sequences"
@@ -84,9 +85,17 @@ class ValuePass:
     forward_samples: int
 
 
+# A schedule of gradient steps: ``(idx, take)``, the index arrays the gradient-step loop
+# scans over (leading axis: the steps) and ``take(source, idx_k) -> minibatch``.
+Schedule = tuple[Any, Callable[[Any, Any], Any]]
+
+
 class Algorithm(Protocol):
-    """What ``rlcore.learner.make_update_fn`` needs of an algorithm (and what the memory
-    estimate reads of it: ``prepared_step_bytes`` and ``value_pass``)."""
+    """What ``rlcore.learner.make_update_fn`` and the modes need of an algorithm (and what
+    the memory estimate reads of it: ``prepared_step_bytes`` and ``value_pass``);
+    docs/design.md, "The algorithm protocol". ``AlgorithmBase`` gives every member after
+    ``loss`` its default: the policy-and-value heads, acting by sampling the policy, no
+    state of its own, epochs of minibatches over the last rollout."""
 
     # Bytes per env step that ``prepare`` adds to the trajectory's fields.
     prepared_step_bytes: ClassVar[int]
@@ -137,3 +146,90 @@ class Algorithm(Protocol):
         ``take_samples`` of ``prepare``'s output: leaves ``[T, b, ...]``); statistics across
         ``axis_name`` devices where the math needs them."""
         ...
+
+    @classmethod
+    def heads(cls, spec: EnvSpec) -> Any:
+        """The heads on the network's torso: a flax module ``features [N, F] -> (dist [N],
+        value [N])`` (a distribution of ``rlcore.distributions``: the greedy policy, whose
+        ``mode`` evaluation takes), or None for the platform's policy and value heads."""
+        ...
+
+    def act(self, dist: Distribution, update: Array) -> Distribution:
+        """The distribution a rollout of update ``update`` (int32 ``[]``) samples its actions
+        from, given the network's ``dist`` (``[N]``): ``dist`` itself (sampling), or e.g.
+        ``rlcore.distributions.epsilon_greedy`` of its Q-values on a schedule."""
+        ...
+
+    def init_state(self, params: Params, spec: EnvSpec, num_envs: int, num_steps: int) -> Any:
+        """The algorithm's own state of a fresh run of rollouts ``[num_steps, num_envs]``
+        (all devices' envs) on ``spec`` (``LearnerState.extra``): a pytree of arrays,
+        replicated on every device, but what it wraps in ``rlcore.types.ByEnv`` (leaves
+        ``[R, num_envs, ...]``, split over the devices on the env axis); None for none."""
+        ...
+
+    def remember(self, extra: Any, data: Any, update: Array) -> tuple[Any, Any]:
+        """``(extra', source)`` at update ``update`` (int32 ``[]``, updates done before it):
+        the own state after taking ``prepare``'s ``data`` (``[T, B_local]``; a buffer stores
+        it) and what the gradient steps draw their minibatches from (``data`` itself for an
+        on-policy algorithm)."""
+        ...
+
+    def schedule(self, source: Any, extra: Any, key: PRNGKey,
+                 axis_name: str | None) -> Schedule | None:
+        """The update's gradient steps over ``source``: ``(idx, take)`` (``Schedule``; e.g.
+        K minibatches sampled from a buffer with ``rlcore.learner.replay_indices``), or None
+        for the platform's ``num_epochs x num_minibatches`` over the rollout. Device-count
+        free as the platform's: draw per global block of envs."""
+        ...
+
+    def after_update(self, extra: Any, params: Params, update: Array) -> Any:
+        """The own state after the gradient steps of the update that makes ``update``
+        (int32 ``[]``) updates done, with the new ``params`` (a target network's refresh)."""
+        ...
+
+
+class AlgorithmBase(FromHParams):
+    """The defaults of the protocol's members after ``loss`` (``Algorithm``), for an
+    algorithm of the actor-critic family that learns from its last rollout: the platform's
+    heads, sampling, no own state, the platform's epochs. PPO and IMPALA subclass it; an
+    algorithm of the user's own overrides what it owns (docs/extending.md)."""
+
+    prepared_step_bytes: ClassVar[int] = 0
+
+    @classmethod
+    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
+        """None before the gradient steps."""
+        del num_steps, num_envs, rollout_values
+        return ValuePass(copied_obs=0, forward_samples=0)
+
+    @classmethod
+    def heads(cls, spec: EnvSpec) -> Any:
+        """None: the platform's policy and value heads."""
+        del spec
+        return None
+
+    def act(self, dist: Distribution, update: Array) -> Distribution:
+        """``dist``: actions are sampled from the policy."""
+        del update
+        return dist
+
+    def init_state(self, params: Params, spec: EnvSpec, num_envs: int, num_steps: int) -> Any:
+        """None: no state of its own."""
+        del params, spec, num_envs, num_steps
+        return None
+
+    def remember(self, extra: Any, data: Any, update: Array) -> tuple[Any, Any]:
+        """``(extra, data)``: the gradient steps read the last rollout."""
+        del update
+        return extra, data
+
+    def schedule(self, source: Any, extra: Any, key: PRNGKey,
+                 axis_name: str | None) -> Schedule | None:
+        """None: the platform's epochs of minibatches."""
+        del source, extra, key, axis_name
+        return None
+
+    def after_update(self, extra: Any, params: Params, update: Array) -> Any:
+        """``extra`` as it is."""
+        del params, update
+        return extra

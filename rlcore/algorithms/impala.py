@@ -8,12 +8,12 @@ import dataclasses
 from typing import ClassVar
 
 from rlcore import losses, staleness
-from rlcore.algorithms.base import SEQUENCES, SUM, FromHParams, ValuePass
+from rlcore.algorithms.base import SEQUENCES, SUM, AlgorithmBase, ValuePass
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
 
 @dataclasses.dataclass(frozen=True)
-class Impala(FromHParams):
+class Impala(AlgorithmBase):
     """IMPALA hyperparameters (``HParams`` fields of the same names; no defaults: configs/base.py
     holds them).
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from rlcore import losses, returns, staleness
-from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, FromHParams, ValuePass
+from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, AlgorithmBase, ValuePass
 from rlcore.networks import unroll_network
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
@@ -88,7 +88,7 @@ def proximal_pass(params: Params, apply_fn: ApplyFn,
 
 
 @dataclasses.dataclass(frozen=True)
-class PPO(FromHParams):
+class PPO(AlgorithmBase):
     """PPO hyperparameters (``HParams`` fields of the same names; no defaults: configs/base.py
     holds them).
 

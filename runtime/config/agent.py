@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlcore.algorithms import algorithm_class
 from rlcore.networks import NO_CORE, make_network
 from rlcore.normalize import maybe_normalized
 from rlcore.types import EnvSpec
@@ -23,6 +24,7 @@ class NetworkChoice:
       normalize_obs: the params carry observation statistics (``rlcore.normalize``).
       normalize_reward: the params carry return statistics.
       normalize_obs_clip: bound of a normalised observation.
+      algorithm: the algorithm, whose ``heads`` go on the torso (``Algorithm.heads``).
     """
 
     network: str
@@ -31,6 +33,7 @@ class NetworkChoice:
     normalize_obs: bool = False
     normalize_reward: bool = False
     normalize_obs_clip: float = 10.0
+    algorithm: str = "ppo"
 
     @classmethod
     def of(cls, config) -> NetworkChoice:
@@ -39,9 +42,10 @@ class NetworkChoice:
 
 
 def network_of(choice: NetworkChoice, spec: EnvSpec):
-    """The network of ``choice`` on ``spec``: the torso with its core, wrapped in
-    ``rlcore.normalize.Normalized`` where either normalisation is on."""
-    net = make_network(choice.network, spec, choice.recurrent, choice.recurrent_hidden)
+    """The network of ``choice`` on ``spec``: the torso with its core and the algorithm's
+    heads, wrapped in ``rlcore.normalize.Normalized`` where either normalisation is on."""
+    net = make_network(choice.network, spec, choice.recurrent, choice.recurrent_hidden,
+                       algorithm_class(choice.algorithm).heads(spec))
     return maybe_normalized(net, spec.obs_shape, choice.normalize_obs,
                             choice.normalize_reward, choice.normalize_obs_clip)
 

@@ -1,0 +1,183 @@
+"""An algorithm that owns its learning (docs/design.md, "The algorithm protocol"):
+``examples/replay_q.py`` brings its own heads (Q-values), acting (epsilon-greedy on a
+schedule), state (target params and a per-env replay ring, split over the devices) and update
+(minibatches sampled from the ring), by import path, and keeps a built-in's guarantees: it
+learns in both architectures, gives the same run on one and four devices, each of several
+agents is its own single run, and a run killed with -9 resumes exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+import sebulba.train as sebulba_trainer
+from anakin.train import train
+from configs import cartpole_ppo, cartpole_ppo_sebulba
+from rlcore.distributions import epsilon_greedy
+from rlcore.learner import replay_indices
+from runtime.config.algo import fill_own
+from runtime.distributed import data_mesh
+from tests.helpers import (
+    REPO,
+    assert_rows_close,
+    checkpoint_steps,
+    entry_env,
+    is_clock_key,
+    read_metrics,
+    reproducible_part,
+)
+
+REPLAY_Q = "examples.replay_q:ReplayQ"
+# Q-learning's settings over the PPO configs' (CleanRL's DQN learning rate is 2.5e-4 over
+# 500k steps; these runs are 40k).
+Q_FIELDS = {"algorithm": REPLAY_Q, "learning_rate": 1e-3, "anneal_lr": False,
+            "max_grad_norm": 10.0}
+
+
+def _anakin(**overrides):
+    c = cartpole_ppo.get_config()
+    c.update(Q_FIELDS)
+    c.num_envs, c.num_steps, c.total_env_steps, c.log_every = 16, 32, 16 * 32 * 6, 1
+    fill_own(c)  # config.algo and config.sweep.algo of its own hyperparameters
+    for k, v in overrides.items():
+        c[k] = v
+    return c
+
+
+def _mean_last(rows, n: int) -> float:
+    return float(np.mean([r["episode_return"] for r in rows[-n:]]))
+
+
+def test_epsilon_greedy_puts_epsilon_over_the_actions_and_the_rest_on_the_argmax():
+    q = jax.numpy.asarray([[1.0, 3.0, 2.0], [0.0, -1.0, -2.0]])
+    probs = np.exp(np.asarray(epsilon_greedy(q, 0.3).logits))
+    np.testing.assert_allclose(probs, [[0.1, 0.8, 0.1], [0.8, 0.1, 0.1]], rtol=1e-6)
+    greedy = epsilon_greedy(q, 0.0)
+    keys = jax.random.split(jax.random.key(0), 2)
+    assert greedy.sample_rows(keys).tolist() == [1, 0] == greedy.mode().tolist()
+
+
+def test_replay_indices_are_the_same_whatever_the_device_count():
+    """Minibatches drawn per global block of envs: four devices' draws, stacked, are one
+    device's; rows stay under the filled count, envs inside their block."""
+    key = jax.random.key(3)
+    one = replay_indices(key, 40, 16, 4, 3, 5)
+    rows, envs = one
+    assert rows.shape == envs.shape == (3, 5, 4)
+    assert int(rows.max()) < 40 and [int(e // 4) for e in envs[0, 0]] == [0, 1, 2, 3]
+    mesh = data_mesh(jax.devices()[:4]) if jax.device_count() >= 4 else None
+    if mesh is None:
+        pytest.skip("needs 4 (fake) devices")
+    from jax.sharding import PartitionSpec as P
+    four = jax.jit(jax.shard_map(lambda k: replay_indices(k, 40, 4, 4, 3, 5, "data"),
+                                 mesh=mesh, in_specs=P(), out_specs=P(None, None, "data")))(key)
+    np.testing.assert_array_equal(four[0], rows)
+    # Device d holds block d: its env indices are local to it.
+    np.testing.assert_array_equal(np.asarray(four[1]) + 4 * np.arange(4), envs)
+
+
+def test_replay_q_learns_cartpole_in_both_architectures(tmp_path):
+    """40,960 env steps each (random play: about 22): Anakin's and Sebulba's runs pass a
+    mean return of 100 over their last 5 logged updates."""
+    anakin_rows = train(_anakin(total_env_steps=16 * 32 * 80, log_every=4), None,
+                        mesh=data_mesh(jax.devices()[:1]))
+    assert _mean_last(anakin_rows, 5) > 100, [r["episode_return"] for r in anakin_rows]
+    c = cartpole_ppo_sebulba.get_config()
+    c.update(Q_FIELDS)
+    c.total_env_steps, c.log_every = 40960, 4
+    sebulba_trainer.prepare(c)
+    sebulba_rows = sebulba_trainer.train(c, str(tmp_path / "sebulba"))
+    assert _mean_last(sebulba_rows, 5) > 100, [r["episode_return"] for r in sebulba_rows]
+
+
+def test_replay_q_gives_the_same_run_on_one_and_four_devices():
+    """The ring is split over the devices (each keeps its envs' rows) and the minibatches
+    are drawn per global block: the losses and returns of one device and of four agree."""
+    if jax.device_count() < 4:
+        pytest.skip("needs 4 (fake) devices")
+    config = _anakin(updates_per_call=3)
+    one = train(config, None, mesh=data_mesh(jax.devices()[:1]))
+    four = train(config, None, mesh=data_mesh(jax.devices()[:4]))
+    assert len(one) == len(four) == 6
+    assert_rows_close(one, four, tol=1e-4)
+
+
+def test_each_agent_of_seeds_and_a_sweep_of_its_own_hyperparameter_is_its_single_run():
+    """Two seeds x two swept ``algo.epsilon_end`` values: four agents in one program, each
+    the plain run of its seed and value (the ring and target params per agent)."""
+    config = _anakin(num_seeds=2, total_env_steps=16 * 32 * 4, updates_per_call=2)
+    config.algo.epsilon_updates = 2
+    config.sweep.algo.epsilon_end = (0.3, 0.01)
+    mesh = data_mesh(jax.devices()[:1])
+    many = train(config, None, mesh=mesh)
+    for eps, seed in [(0.3, 0), (0.01, 1)]:
+        single = _anakin(seed=seed, total_env_steps=16 * 32 * 4, updates_per_call=2)
+        single.algo.epsilon_updates, single.algo.epsilon_end = 2, eps
+        one = train(single, None, mesh=mesh)
+        mine = [r for r in many if (r["algo.epsilon_end"], r["seed"]) == (eps, seed)]
+        assert [r["update"] for r in mine] == [r["update"] for r in one] == [1, 2, 3, 4]
+        for a, b in zip(one, mine):
+            for key, value in a.items():
+                if not is_clock_key(key) and isinstance(value, float):
+                    np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7,
+                                               err_msg=key)
+
+
+def _command(module: str, workdir, delay_ms: int) -> list[str]:
+    """Twelve updates of ReplayQ on CartPole, a log line and a checkpoint every 2."""
+    config = ("configs/cartpole_ppo.py" if module == "anakin.main"
+              else "configs/cartpole_ppo_sebulba.py")
+    fields = [f"--config.{k}={v}" for k, v in Q_FIELDS.items()]
+    sizes = (["--config.num_envs=16", "--config.num_steps=32", "--config.updates_per_call=1",
+              "--config.num_devices=1"] if module == "anakin.main"
+             else ["--config.num_envs=12", "--config.num_steps=16"])
+    steps = 16 * 32 * 12 if module == "anakin.main" else 12 * 16 * 12
+    return [sys.executable, "-m", module, f"--config={config}", f"--workdir={workdir}",
+            *fields, *sizes, f"--config.total_env_steps={steps}", "--config.log_every=1",
+            "--config.checkpoint_every=2", f"--config.debug.learner_delay_ms={delay_ms}"]
+
+
+@pytest.mark.parametrize("module", ["anakin.main", "sebulba.main"])
+def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
+    """Killed with -9 after 6 logged updates (each held 300 ms), the same command resumes
+    from the newest checkpoint, ring and target params included: Anakin's run then logs
+    what an uninterrupted run logs; Sebulba's, which re-seeds its envs on a resume
+    (docs/design.md, "Pipelines and staleness"), what a second resume of a copy logs."""
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(_command(module, killed, 300), cwd=REPO, env=entry_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    try:
+        while not (os.path.exists(killed / "metrics.jsonl")
+                   and len((killed / "metrics.jsonl").read_text().splitlines()) >= 7):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    newest = checkpoint_steps(killed)[-1]
+    assert 2 <= newest < 12
+    saved = json.loads((killed / "checkpoints" / str(newest) / "default" / "_METADATA")
+                       .read_text())["tree_metadata"]
+    assert "('extra', 'ring', 'data', 'obs')" in saved and any(
+        k.startswith("('extra', 'target', 'params'") for k in saved)  # the own state
+    other = tmp_path / ("whole" if module == "anakin.main" else "copy")
+    if module == "sebulba.main":
+        shutil.copytree(killed, other)
+    done = [subprocess.run(_command(module, workdir, 0), cwd=REPO, env=entry_env(),
+                           capture_output=True, text=True, timeout=300)
+            for workdir in (killed, other)]
+    assert [d.returncode for d in done] == [0, 0], done[0].stderr + done[1].stderr
+    assert f"resuming from update {newest}" in done[0].stderr
+    resumed = {r["update"]: r for r in reproducible_part(read_metrics(killed))}
+    reference = reproducible_part(read_metrics(other))
+    assert [r["update"] for r in reference] == list(range(1, 13))
+    assert [resumed[r["update"]] for r in reference] == reference
