@@ -4,47 +4,45 @@ anakin.main``."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # no import at run time: ``import anakin`` starts no JAX
+    from typing import Unpack
+
+    from runtime.commands.result import RunResult
+    from runtime.commands.train import RunArguments
 
 __all__ = ["run"]
 
 
 def trainer():
-    """Anakin's checks and trainer, ``(MODE, train)``, imported when called (the command
-    line's and ``run``'s)."""
-    from anakin.train import MODE, train
+    """Anakin's checks and trainer, ``(MODE, train_result)``, imported when called (the
+    command line's and ``run``'s)."""
+    from anakin.train import MODE, train_result
 
-    return MODE, train
+    return MODE, train_result
 
 
-def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
-        algorithm: Any = None, on_row: Callable[[dict], None] | None = None,
-        fresh: bool = False, mesh=None) -> list[dict]:
+def run(config, workdir: str | None = None, *, mesh=None,
+        **arguments: Unpack[RunArguments]) -> RunResult:
     """Trains an Anakin run from Python, as ``python -m anakin.main`` does: every check
     before anything compiles, the run directory (resumed or extended where it holds a run of
-    this config), the same metrics.
+    this config), the same metrics (docs/design.md, "From Python").
 
     Args:
       config: a config (e.g. ``configs.cartpole_ppo.get_config()``); not changed.
       workdir: run directory, or None for none (nothing written, no resume).
-      env: your env (docs/extending.md, "Your own env"): a class, function or object with a
-        name at the top level of a module (a notebook's own included), or an import path;
-        None: ``config.env_id``.
-      network: your torso (docs/extending.md, "Your own network"), as ``env``; None:
-        ``config.network``.
-      algorithm: your algorithm class (docs/extending.md, "Your own algorithm"), as
-        ``env``; None: ``config.algorithm``. Its own hyperparameters: ``config.algo``.
-      on_row: called with each ``metrics.jsonl`` row (a dict) as it is logged.
-      fresh: move a previous run in ``workdir`` aside first (``--fresh``).
       mesh: the devices' mesh (default: the config's devices).
+      **arguments: ``env``, ``network``, ``algorithm``, ``on_row`` and ``fresh``, the same
+        for both architectures: ``runtime.commands.train.train_in_python``.
 
     Returns:
-      Every logged row of this call.
+      A ``runtime.commands.result.RunResult``: the rows this call logged (it is their
+      sequence too), the final params and agent 0's policy.
 
     Raises:
-      rlcore.errors.ConfigError: a refused config, in one line naming the field.
+      rlcore.errors.ConfigError: a refused config or argument, in one line naming it.
     """
     from runtime.commands.train import train_in_python
 
-    return train_in_python(config, workdir, trainer, env=env, network=network,
-                           algorithm=algorithm, fresh=fresh, on_row=on_row, mesh=mesh)
+    return train_in_python(config, workdir, trainer, mesh=mesh, **arguments)

@@ -25,41 +25,22 @@ from runtime.commands import evaluation as ev
 # functions below: a bad argument is refused before they do (``runtime.commands.evaluation.run``).
 
 
-def agent_params(run, learner, agent: int):
-    """``(params, seed, description)`` of agent ``agent`` of an AnakinRun's learner state."""
-    import jax
-
-    ev.check_agent(agent, run.num_agents)
-    tags = run.tags[agent]
-    if run.num_agents == 1:
-        return learner.params, tags["seed"], "agent 0 of 1"
-    params = jax.tree.map(lambda x: x[agent], learner.params)
-    values = ", ".join(f"{k}={v}" for k, v in tags.items())
-    return params, tags["seed"], f"agent {agent} of {run.num_agents} ({values})"
-
-
 def restore(config, workdir: str, agent: int) -> ev.Restored:
-    """Agent ``agent`` of the Anakin run in ``workdir`` (``config``: its config.json's)
-    restored from the latest finished checkpoint on one device (local device 0); what the
-    command and ``runtime.load_policy`` play with.
+    """Agent ``agent`` of the Anakin run in ``workdir`` (``config``: its config.json's),
+    its config checked for one device, restored from the latest finished checkpoint on
+    local device 0 (``runtime.commands.policy.restore_agent``: the params alone).
 
     Raises:
-      EvalError: the checkpoint is not an Anakin train state of this config, or ``agent``
-        is not one of the run's agents, in one line.
+      EvalError: the checkpoint holds no params of this config's Anakin train state, or
+        ``agent`` is not one of the run's agents, in one line.
     """
-    import jax
-
-    from anakin.train import MODE, AnakinRun
+    from anakin.mode import MODE
+    from runtime.commands.policy import restore_agent
     from runtime.config.validation import DeviceCounts, validate
-    from runtime.distributed import data_mesh
 
-    config = ev.one_device_config(config)
-    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
-    run = AnakinRun(config, mesh=data_mesh(jax.devices()[:1]))
-    state, step = ev.restore_latest(workdir, run.init_state(), "anakin")
-    params, seed, described = agent_params(run, state.learner, agent)
-    return ev.Restored(run=run, network=run.network, params=params, spec=run.env.spec,
-                       step=step, seed=seed, agent=described)
+    checked = ev.one_device_config(config)
+    validate(checked, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
+    return restore_agent(config, workdir, agent, MODE.env_spec(config.env_id), "anakin")
 
 
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
@@ -74,14 +55,14 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
 
         prefer_egl()  # before Brax loads MuJoCo (validation does): its renderer draws
     restored = restore(config, args.workdir, args.agent)
-    run, seed = restored.run, restored.seed
+    network, seed = restored.network, restored.seed
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
-    env = registry.make_jax_env(config.env_id, **overrides) if overrides else run.env
+    env = registry.make_jax_env(config.env_id, **overrides)
     renders = args.video and _renders(env)
     results, seen0, return0 = play_episodes(
-        env, run.network.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,
-        args.greedy, functools.partial(initial_core, run.network),
+        env, network.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,
+        args.greedy, functools.partial(initial_core, network),
         env.frame_state if renders else None)
     frames = []
     if renders:
@@ -110,10 +91,11 @@ def _renders(env) -> bool:
 
 
 def config_defaults():
-    """``configs/base.py``'s config: the fields an older run's ``config.json`` lacks."""
-    from configs import base
+    """The config an older run's ``config.json`` is read over
+    (``runtime.commands.policy.saved_defaults``)."""
+    from runtime.commands.policy import saved_defaults
 
-    return base.get_config()
+    return saved_defaults()
 
 
 def num_agents(config) -> int:

@@ -6,32 +6,25 @@ from __future__ import annotations
 
 from envs import registry
 from runtime.config import sweep
-from runtime.config.validation import (
-    MAX_SEED,
-    DeviceCounts,
-    ModeChecks,
-    check_field,
-    is_int,
-    require,
-)
+from runtime.config import validation as v
 
 
-def check_fields(config, counts: DeviceCounts) -> int:
+def check_fields(config, counts: v.DeviceCounts) -> int:
     """Checks the Anakin fields; returns the number of data shards."""
     n = config.num_devices
-    require(is_int(n) and 0 <= n <= counts.devices, "num_devices",
-            f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
-    require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
-            "must be 0 (all) in a multi-process run")
-    check_field(config, "updates_per_call")
-    check_field(config, "num_seeds")
+    v.require(v.is_int(n) and 0 <= n <= counts.devices, "num_devices",
+              f"must be 0 (all) or 1..{counts.devices}, got {n!r}")
+    v.require(counts.processes == 1 or n in (0, counts.devices), "num_devices",
+              "must be 0 (all) in a multi-process run")
+    v.check_field(config, "updates_per_call")
+    v.check_field(config, "num_seeds")
     seed = config.seed  # checked with the shared fields; here only whether the seeds fit
-    if config.num_seeds > 1 and is_int(seed):
-        require(seed + config.num_seeds <= MAX_SEED, "num_seeds",
-                f"seeds {seed}..{seed + config.num_seeds - 1} pass {MAX_SEED - 1}")
+    if config.num_seeds > 1 and v.is_int(seed):
+        v.require(seed + config.num_seeds <= v.MAX_SEED, "num_seeds",
+                  f"seeds {seed}..{seed + config.num_seeds - 1} pass {v.MAX_SEED - 1}")
     shards = n or counts.devices
-    require(not config.eval_every or not is_int(config.eval_episodes)
-            or config.eval_episodes % shards == 0,
+    v.require(not config.eval_every or not v.is_int(config.eval_episodes)
+              or config.eval_episodes % shards == 0,
             "eval_episodes", f"{config.eval_episodes} episodes do not split over {shards} "
             "devices")
     return shards
@@ -47,7 +40,7 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 # their specs, its agents per program; at lag 0 the rollout ran the learner's params, so the
 # trajectory carries their values (above, the train state keeps ``policy_lag`` params to
 # act with; its own lag is 0: ``ModeChecks.policy_lag``); no host buffers.
-MODE = ModeChecks(name="anakin", check_fields=check_fields,
-                  check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
-                  num_agents=sweep.num_agents, rollout_values=True, devices_used=devices_used,
-                  keeps_lagged_params=True)
+MODE = v.ModeChecks(name="anakin", check_fields=check_fields,
+                    check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
+                    num_agents=sweep.num_agents, rollout_values=True,
+                    devices_used=devices_used, keeps_lagged_params=True)

@@ -34,6 +34,7 @@ from rlcore.seeding import Roots, pbt_key, pbt_root
 from rlcore.types import EpisodeSummary, LearnerState, Params, state_partition
 from runtime import distributed
 from runtime.commands import train as train_command
+from runtime.commands.result import RunResult, run_result
 from runtime.config import build, memory_check, sweep
 from runtime.config import pbt as population
 from runtime.config.validation import derive
@@ -398,13 +399,20 @@ FIRST_CALL_BOUND_S = 600.0
 
 
 def train(config, workdir: str | None, *, mesh=None, on_row=None) -> list[dict]:
-    """Runs Anakin training; writes the run directory; returns the logged rows; calls
-    ``on_row`` (where given) with each row as it is logged (a copy).
+    """Runs Anakin training (``train_result``); returns the logged rows."""
+    return list(train_result(config, workdir, mesh=mesh, on_row=on_row).rows)
+
+
+def train_result(config, workdir: str | None, *, mesh=None, on_row=None) -> RunResult:
+    """Runs Anakin training; writes the run directory; returns the logged rows, the final
+    params and agent 0's policy (``runtime.commands.result.RunResult``); calls ``on_row``
+    (where given) with each row as it is logged (a copy).
 
     Resumes from the latest checkpoint in ``workdir`` when there is one. Raises
     ``SystemExit(130/143)`` after a SIGINT/SIGTERM, once a checkpoint is written: a signal
     during a call lets the call finish and saves its last update (docs/design.md, "Signals
-    and checkpoints").
+    and checkpoints"). A row for which ``on_row`` returns ``False`` ends the run after the
+    call that logged it, checkpointed (docs/design.md, "From Python").
     """
     run = AnakinRun(config, mesh)
     total = run.derived.num_updates
@@ -440,9 +448,12 @@ def train(config, workdir: str | None, *, mesh=None, on_row=None) -> list[dict]:
                                                                 rundir.clock_due())
                 rundir.checkpoint_or_exit(start + k, start, state, exit_code, clock=clock)
                 start += k
+                if rundir.stopped is not None:
+                    break
     finally:
         rundir.close()
-    return rundir.history
+    return run_result(rundir.history, state.learner.params, run.network, run.env.spec.obs_shape,
+                      run.num_agents, _update_of(state))
 
 
 def _timed_call(run: AnakinRun, flag: SignalFlag, state: AnakinState, start: int, k: int,

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from benchmarks.figures import pyplot, save_figure
 from sebulba import timers
 
 FINAL_LINES = 3
@@ -332,15 +333,6 @@ def stages_table(records, fields) -> str:
 # --- plots ---------------------------------------------------------------------------------
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 LABELS = {"jitter_ms": "jitter {} ms", "threads": "{} thr", "split": "{}", "seed": "seed {}"}
 
 
@@ -382,7 +374,7 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
     ``panel_field``, one mean line with its 95% band over seeds per group; with
     ``return_range`` (``env_id -> (lowest, highest)``, None for no bound) the bands are
     clipped to what the panel's env's return can be, and the title says so."""
-    plt = _pyplot()
+    plt = pyplot()
     panels = groups(records, (panel_field,))
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
     banded = clipped = False  # whether any line has a band; whether one was clipped
@@ -408,15 +400,12 @@ def plot_returns(path: str, records, panel_field: str, line_fields: Sequence[str
     what = "95% t-interval over seeds" + (", clipped to the env's return range" if clipped
                                           else "")
     fig.suptitle(f"{title}\n(bands: {what})" if banded else title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_sps(path: str, records, fields: Sequence[str], title: str) -> str:
     """Steady-state SPS per group as bars (mean over seeds, min..max as error bars)."""
-    plt = _pyplot()
+    plt = pyplot()
     grps = groups(records, fields)
     labels = [_label(k, fields) for k in grps]
     means = [_mean(r["sps"] for r in g) or 0.0 for g in grps.values()]
@@ -437,10 +426,7 @@ def plot_sps(path: str, records, fields: Sequence[str], title: str) -> str:
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 STAGE_FIG_WIDTH_IN = 9.0  # the stage plot's width, whatever its number of groups
@@ -457,7 +443,7 @@ def stage_figure_size(num_groups: int) -> tuple[float, float]:
 def stage_figure(records, fields: Sequence[str], title: str):
     """The figure of ``plot_stages``: one row per group and thread kind, horizontal bars
     stacked stage by stage, groups top to bottom in first-seen order, the legend below."""
-    plt = _pyplot()
+    plt = pyplot()
     grps = groups([r for r in records if "learner_step_s" in r], fields)
     fig, ax = plt.subplots(figsize=stage_figure_size(len(grps)), layout="constrained")
     ticks, labels = [], []
@@ -496,8 +482,5 @@ def plot_stages(path: str, records, fields: Sequence[str], title: str) -> str | 
     holds stage times (no Sebulba run: an empty plot would say nothing)."""
     if not has_stages(records):
         return None
-    plt = _pyplot()
     fig = stage_figure(records, fields, title)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, tight=False)

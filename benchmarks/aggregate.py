@@ -49,6 +49,7 @@ except ModuleNotFoundError:  # the bench extra: one line, not a traceback
     sys.exit("benchmarks need the 'bench' extra, which is not installed: "
              "pip install -e '.[bench]'")
 
+from benchmarks.figures import pyplot
 from envs import atari_scores
 from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.process.one_line import single_line
@@ -348,10 +349,7 @@ def markdown(report: dict) -> str:
 
 def write_plot(report: dict, path: str) -> None:
     """rliable's interval plot of the four metrics, saved as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from rliable import plot_utils
 
     label = report["label"]

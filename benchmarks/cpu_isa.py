@@ -25,6 +25,7 @@ import sys
 
 from benchmarks.ablate_report import steady_rate
 from benchmarks.common import format_table, read_rows
+from benchmarks.figures import pyplot, save_figure
 from benchmarks.seeds import final_means
 from runtime.config.xla_flags import ISA_FLAG
 from runtime.process.arguments import OneLineParser, doc_summary
@@ -150,11 +151,7 @@ def table(args, runs: dict[str, dict]) -> str:
 
 
 def plot(args, runs: dict[str, dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (gap_ax, ret_ax) = plt.subplots(1, 2, figsize=(11, 4))
     ref = runs[args.isas[0]]["rows"]
     for isa in args.isas:
@@ -171,9 +168,7 @@ def plot(args, runs: dict[str, dict], path: str) -> None:
     for ax in (gap_ax, ret_ax):
         ax.legend()
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> None:

@@ -17,6 +17,8 @@ import json
 import os
 import time
 
+from benchmarks.figures import pyplot
+
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -53,10 +55,7 @@ def read_curve(workdir: str, select: str = "") -> list[tuple[int, float, float]]
 
 
 def plot(curve, target: float, path: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([s / 1e6 for s, _, _ in curve], [r for _, r, _ in curve], label="Anakin PPO")

@@ -30,6 +30,7 @@ import numpy as np
 
 from benchmarks import ablate_report as report
 from benchmarks.common import read_rows
+from benchmarks.figures import pyplot, save_figure
 from runtime.process.arguments import OneLineParser, doc_summary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -144,7 +145,7 @@ def _curve(rows: list[dict]) -> list[tuple[float, float]]:
 def plot_returns(path: str, study: Study, programs: dict[tuple, list[dict]]) -> str:
     """Return against env steps: mean and 95% band over every agent of each fixed learning
     rate and of PBT's populations."""
-    plt = report._pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     groups: dict[str, list] = {}
     for (kind, _), rows in programs.items():
@@ -168,16 +169,13 @@ def plot_returns(path: str, study: Study, programs: dict[tuple, list[dict]]) -> 
                  "95% Student-t band)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) -> str:
     """The learning rate each PBT agent trained with against env steps (one panel per
     repeat), with the sweep's values as dotted lines."""
-    plt = report._pyplot()
+    plt = pyplot()
     pbt = {r: rows for (kind, r), rows in sorted(programs.items()) if kind == "pbt"}
     fig, axes = plt.subplots(1, max(len(pbt), 1), figsize=(4.2 * max(len(pbt), 1), 4.6),
                              squeeze=False, sharey=True, layout="constrained")
@@ -200,9 +198,7 @@ def plot_schedule(path: str, study: Study, programs: dict[tuple, list[dict]]) ->
                    ncol=4, fontsize=7)
     fig.suptitle(f"{study.title}: the learning rates PBT's agents trained with\n(dotted: the "
                  "sweep's values)", fontsize=10)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, tight=False)
 
 
 def write_report(out: str, runs: str, names: list[str], seeds: int, scale: float) -> None:

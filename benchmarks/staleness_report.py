@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from benchmarks import ablate_report as report
+from benchmarks.figures import pyplot, save_figure
 
 WITHIN = 0.05  # ``within_table``: a lag "keeps" the return within this fraction of lag 0's
 DODGE = 0.08  # horizontal offset between the corrections' points in the return plot
@@ -148,7 +149,7 @@ def plot_return_vs_lag(path: str, scores: dict[tuple, LagScore], title: str,
     """Final return (IQM) against policy lag: one panel per (env, algorithm), one line per
     correction (shifted ``DODGE`` apart), its 95% interval as a band and whiskers (already
     clipped to the return range)."""
-    plt = report._pyplot()
+    plt = pyplot()
     settings = list(dict.fromkeys(k[:2] for k in scores))
     fig, axes = plt.subplots(1, len(settings), figsize=(max(7.0, 5.5 * len(settings)), 4.6),
                              squeeze=False)
@@ -175,10 +176,7 @@ def plot_return_vs_lag(path: str, scores: dict[tuple, LagScore], title: str,
         ax.legend(title="staleness_correction", fontsize=8, title_fontsize=8)
     fig.suptitle(f"{title}\n(bands and whiskers: 95% bootstrap interval over runs, clipped "
                  "to the return range)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_throughput_vs_lag(path: str, records: Sequence[dict], title: str) -> str | None:
@@ -188,7 +186,7 @@ def plot_throughput_vs_lag(path: str, records: Sequence[dict], title: str) -> st
                                  and r["sps"] is not None], ("lag",)).items())
     if not grps:
         return None
-    plt = report._pyplot()
+    plt = pyplot()
     x = [lag for (lag,), _ in grps]
     sps = [[r["sps"] for r in recs] for _, recs in grps]
     mean = np.array([np.mean(s) for s in sps])
@@ -206,7 +204,4 @@ def plot_throughput_vs_lag(path: str, records: Sequence[dict], title: str) -> st
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -8,11 +8,8 @@ or ``--config.learner_device_ids=1,2,3`` (tuples, not lists).
 
 import ml_collections
 
-from runtime.config.fields import default_config
-from runtime.config.sweep import sweep_fields
+from runtime.config.sweep import base_config
 
 
 def get_config() -> ml_collections.ConfigDict:
-    c = default_config(env_id="CartPole-v1")  # the env ids belong to envs/ and configs/
-    c.sweep = sweep_fields(c)       # Anakin: values per number field, one agent each (x seeds)
-    return c
+    return base_config(env_id="CartPole-v1")  # the env ids belong to envs/ and configs/

@@ -299,6 +299,12 @@ def host_env_spec(env_id: str) -> EnvSpec:
         env.close()
 
 
+def env_spec(env_id: str, architecture: str) -> EnvSpec:
+    """The EnvSpec of ``env_id`` in ``architecture`` (``ANAKIN``: ``jax_env_spec``;
+    ``SEBULBA``: ``host_env_spec``): the spec a run of it built its network for."""
+    return jax_env_spec(env_id) if architecture == ANAKIN else host_env_spec(env_id)
+
+
 def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
     """The jittable env ``name`` of ``library`` (``gymnax``, ``own`` or ``brax``)."""
     if library == OWN:

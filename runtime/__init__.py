@@ -20,8 +20,8 @@ __all__ = ["load_policy"]
 
 
 def __getattr__(name: str):
-    """``load_policy`` on first use (``runtime.commands.policy``, which imports JAX and the
-    modes' evaluate modules); AttributeError for any other missing name, so that ``from
+    """``load_policy`` on first use (``runtime.commands.policy``, which imports JAX);
+    AttributeError for any other missing name, so that ``from
     runtime import <room>`` imports the room."""
     if name == "load_policy":
         from runtime.commands.policy import load_policy

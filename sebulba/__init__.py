@@ -4,32 +4,31 @@ data-parallel (docs/architectures.md). From Python: ``run``; from the command li
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # no import at run time: ``import sebulba`` starts no JAX
+    from typing import Unpack
+
+    from runtime.commands.result import RunResult
+    from runtime.commands.train import RunArguments
 
 __all__ = ["run"]
 
 
 def trainer():
-    """Sebulba's checks and trainer, ``(MODE, train)``, imported when called (the command
-    line's and ``run``'s)."""
-    from sebulba.train import MODE, train
+    """Sebulba's checks and trainer, ``(MODE, train_result)``, imported when called (the
+    command line's and ``run``'s)."""
+    from sebulba.train import MODE, train_result
 
-    return MODE, train
+    return MODE, train_result
 
 
-def run(config, workdir: str | None = None, *, env: Any = None, network: Any = None,
-        algorithm: Any = None, on_row: Callable[[dict], None] | None = None,
-        fresh: bool = False) -> list[dict]:
-    """Trains a Sebulba run from Python, as ``python -m sebulba.main`` does; the arguments
-    are ``anakin.run``'s (a jittable env of your own runs on a host CPU device).
-
-    Returns:
-      Every logged row of this call.
-
-    Raises:
-      rlcore.errors.ConfigError: a refused config, in one line naming the field.
-    """
+def run(config, workdir: str | None = None,
+        **arguments: Unpack[RunArguments]) -> RunResult:
+    """Trains a Sebulba run from Python, as ``python -m sebulba.main`` does (a jittable env
+    of your own runs on a host CPU device); the arguments are ``anakin.run``'s but ``mesh``
+    (``runtime.commands.train.train_in_python``), and so is what it returns (a
+    ``runtime.commands.result.RunResult``; docs/design.md, "From Python")."""
     from runtime.commands.train import train_in_python
 
-    return train_in_python(config, workdir, trainer, env=env, network=network,
-                           algorithm=algorithm, fresh=fresh, on_row=on_row)
+    return train_in_python(config, workdir, trainer, **arguments)

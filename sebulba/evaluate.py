@@ -41,24 +41,22 @@ def rgb_capture(env) -> Callable:
 
 def restore(config, workdir: str, agent: int) -> ev.Restored:
     """The agent of the Sebulba run in ``workdir`` (``config``: its config.json's; a run
-    trains one, so ``agent`` is 0) restored from the latest finished checkpoint on one
-    device (local device 0); what the command and ``runtime.load_policy`` play with.
+    trains one, so ``agent`` is 0), its config checked for one device, restored from the
+    latest finished checkpoint on local device 0 (``runtime.commands.policy.restore_agent``:
+    the params alone).
 
     Raises:
-      EvalError: ``agent`` is not 0, or the checkpoint is not a Sebulba train state of this
-        config, in one line.
+      EvalError: ``agent`` is not 0, or the checkpoint holds no params of this config's
+        Sebulba train state, in one line.
     """
+    from runtime.commands.policy import restore_agent
     from runtime.config.validation import DeviceCounts, validate
-    from sebulba.train import MODE, SebulbaRun
+    from sebulba.mode import MODE
 
     ev.check_agent(agent, num_agents(config))
-    config = ev.one_device_config(config)
-    validate(config, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
-    run = SebulbaRun(config)
-    state, step = ev.restore_latest(workdir, run.init_state(), "sebulba")
-    params = jax.device_put(state.params, jax.local_devices()[0])
-    return ev.Restored(run=run, network=run.network, params=params, spec=run.spec, step=step,
-                       seed=config.seed, agent="agent 0 of 1")
+    checked = ev.one_device_config(config)
+    validate(checked, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
+    return restore_agent(config, workdir, agent, MODE.env_spec(config.env_id), "sebulba")
 
 
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
@@ -67,7 +65,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     from envs.render import label_frames
 
     restored = restore(config, args.workdir, args.agent)
-    run, step = restored.run, restored.step
+    network, step = restored.network, restored.step
     library, name = registry.resolve(config.env_id, registry.SEBULBA)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     render = registry.render_overrides(config.env_id, registry.SEBULBA) if args.video else {}
@@ -77,9 +75,9 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
                         num_threads=config.env_threads, **overrides)
     try:
         device = jax.local_devices()[0]
-        policy = make_host_policy(run.network.apply, device, args.greedy,
+        policy = make_host_policy(network.apply, device, args.greedy,
                                   EvaluateRoots.from_seed(config.seed).action,
-                                  functools.partial(initial_core, run.network))
+                                  functools.partial(initial_core, network))
         capture = None
         if args.video:
             to_frame = registry.obs_frame_fn(config.env_id, registry.SEBULBA, env)
@@ -97,10 +95,11 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
 
 
 def config_defaults():
-    """``configs/base.py``'s config: the fields an older run's ``config.json`` lacks."""
-    from configs import base
+    """The config an older run's ``config.json`` is read over
+    (``runtime.commands.policy.saved_defaults``)."""
+    from runtime.commands.policy import saved_defaults
 
-    return base.get_config()
+    return saved_defaults()
 
 
 def num_agents(config) -> int:

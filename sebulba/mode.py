@@ -6,59 +6,48 @@ from __future__ import annotations
 
 from envs import registry
 from runtime.config import memory
+from runtime.config import validation as v
 from runtime.config.sweep import swept
-from runtime.config.validation import (
-    DeviceCounts,
-    HostMemory,
-    ModeChecks,
-    check_field,
-    choice,
-    int_at_most,
-    is_int,
-    positive_int,
-    require,
-    shown,
-)
 from sebulba import machine, pipeline
 
 
-def check_fields(config, counts: DeviceCounts) -> int:
+def check_fields(config, counts: v.DeviceCounts) -> int:
     """Checks the Sebulba fields; returns the number of learner shards over all processes."""
     n_local = counts.local_devices
     for field in ("actor_device_ids", "learner_device_ids"):
         ids = config[field]
-        require(isinstance(ids, tuple) and len(ids) > 0 and all(is_int(i) for i in ids),
-                field, f"must be a non-empty tuple of ints, got {ids!r}")
-        require(all(0 <= i < n_local for i in ids), field,
-                f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
-        require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
-    check_field(config, "num_actor_threads")
-    require(config.num_seeds == 1, "num_seeds",
-            f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
-    require(not swept(config), "sweep",
-            f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
+        v.require(isinstance(ids, tuple) and len(ids) > 0 and all(v.is_int(i) for i in ids),
+                  field, f"must be a non-empty tuple of ints, got {ids!r}")
+        v.require(all(0 <= i < n_local for i in ids), field,
+                  f"{ids} out of range: this process has {n_local} devices (0..{n_local - 1})")
+        v.require(len(set(ids)) == len(ids), field, f"repeats a device: {ids}")
+    v.check_field(config, "num_actor_threads")
+    v.require(config.num_seeds == 1, "num_seeds",
+              f"Sebulba trains one agent per run, got {config.num_seeds!r} (Anakin runs many)")
+    v.require(not swept(config), "sweep",
+              f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
-    choice(config, "pipeline", pipeline.PIPELINES)
-    require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
-            f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
+    v.choice(config, "pipeline", pipeline.PIPELINES)
+    v.require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
+              f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
             "(use sync or cleanba with it)")
-    require(config.pipeline != "async" or config.staleness_correction != "lr_scale",
-            "staleness_correction", "lr_scale scales by the policy lag, and the async "
+    v.require(config.pipeline != "async" or config.staleness_correction != "lr_scale",
+              "staleness_correction", "lr_scale scales by the policy lag, and the async "
             "pipeline has none fixed (use sync, cleanba or a policy_lag with it)")
-    check_field(config, "env_threads")
-    check_field(config, "queue_timeout_s")
+    v.check_field(config, "env_threads")
+    v.check_field(config, "queue_timeout_s")
     jitter = config.debug.actor_jitter_ms
-    require(is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
-            f"must be an integer >= 0, got {shown(jitter)}")
-    int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
-    positive_int(config, "num_envs")
-    require(config.num_actor_threads != 0 or counts.processes == 1, "num_actor_threads",
-            f"0 (from the machine) needs one process, got {counts.processes}: name the "
+    v.require(v.is_int(jitter) and jitter >= 0, "debug.actor_jitter_ms",
+              f"must be an integer >= 0, got {v.shown(jitter)}")
+    v.int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
+    v.positive_int(config, "num_envs")
+    v.require(config.num_actor_threads != 0 or counts.processes == 1, "num_actor_threads",
+              f"0 (from the machine) needs one process, got {counts.processes}: name the "
             "count, the same in every process")  # the layout needs one count everywhere
     machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
-    require(config.num_envs % actors == 0, "num_envs",
-            f"{config.num_envs} envs do not split over {counts.processes} processes x "
+    v.require(config.num_envs % actors == 0, "num_envs",
+              f"{config.num_envs} envs do not split over {counts.processes} processes x "
             f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
     return counts.processes * len(config.learner_device_ids)
 
@@ -93,11 +82,11 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 # one agent; the actors' params may be older than the learner's (by its pipeline's lag
 # where policy_lag is -1), so they ship no values;
 # the rollout queues live in host memory.
-MODE = ModeChecks(
+MODE = v.ModeChecks(
     name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
     env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
     devices_used=devices_used, default_lag=lambda config: pipeline.PIPELINES[config.pipeline],
-    host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
-                           detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
-                           "learner's batch",
-                           fields="num_envs, num_steps, num_actor_threads or policy_lag"))
+    host_memory=v.HostMemory(bytes=host_bytes, what="the actors' rollouts",
+                             detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
+                             "learner's batch",
+                             fields="num_envs, num_steps, num_actor_threads or policy_lag"))

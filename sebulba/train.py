@@ -35,6 +35,7 @@ from rlcore.seeding import Roots, host_env_seed, train_eval_host_seed
 from rlcore.types import LearnerState, Trajectory, state_partition
 from runtime import distributed
 from runtime.commands import train as train_command
+from runtime.commands.result import RunResult, run_result
 from runtime.config import build, memory_check
 from runtime.config.validation import derive
 from runtime.config.xla_flags import compile_cache_hits
@@ -168,7 +169,13 @@ class SebulbaRun:
 
 
 def train(config, workdir: str | None, *, on_batch=None, on_row=None) -> list[dict]:
-    """Runs Sebulba training; writes the run directory; returns the logged rows.
+    """Runs Sebulba training (``train_result``); returns the logged rows."""
+    return list(train_result(config, workdir, on_batch=on_batch, on_row=on_row).rows)
+
+
+def train_result(config, workdir: str | None, *, on_batch=None, on_row=None) -> RunResult:
+    """Runs Sebulba training; writes the run directory; returns the logged rows, the final
+    params and the policy (``runtime.commands.result.RunResult``).
 
     The lifecycle around the learner's updates (``LearnerLoop``): the actors start inside the
     signal handlers, the learner runs its updates, and whatever ends the loop, the actors
@@ -190,7 +197,9 @@ def train(config, workdir: str | None, *, on_batch=None, on_row=None) -> list[di
       config: a validated config (see ``prepare``).
       workdir: run directory, or None.
       on_batch: test hook ``(update, Trajectory)`` called with each assembled batch.
-      on_row: called with each ``metrics.jsonl`` row as it is logged (a copy).
+      on_row: called with each ``metrics.jsonl`` row as it is logged (a copy); a row for
+        which it returns ``False`` ends the run after its update, checkpointed
+        (docs/design.md, "From Python").
 
     Raises:
       RuntimeError: an actor thread failed (chained to its exception).
@@ -203,6 +212,8 @@ def train(config, workdir: str | None, *, on_batch=None, on_row=None) -> list[di
             learner.start_actors(flag)
             for u in range(learner.start, learner.run.derived.num_updates):
                 learner.update(u)
+                if learner.rundir.stopped is not None:
+                    break
     except pipeline.PipelineStopped:
         learner.stop.raise_if_failed()
         raise
@@ -213,7 +224,9 @@ def train(config, workdir: str | None, *, on_batch=None, on_row=None) -> list[di
     finally:
         learner.shutdown()
     learner.stop.raise_if_failed()
-    return learner.rundir.history
+    run = learner.run
+    return run_result(learner.rundir.history, learner.state.params, run.network,
+                      run.spec.obs_shape, 1, int(distributed.to_host(learner.state.update)))
 
 
 @dataclasses.dataclass

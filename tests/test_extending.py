@@ -392,7 +392,7 @@ def test_python_entry_points_take_your_objects_and_report_each_row(user_package,
     workdir = str(tmp_path / "anakin")
     rows = anakin.run(config, workdir, env=userenvs.short_corridor, network=usernets.Wide,
                       on_row=seen.append, mesh=data_mesh(jax.devices()[:1]))
-    assert seen == rows and [r["update"] for r in rows] == [2, 4]
+    assert seen == list(rows.rows) and [r["update"] for r in rows] == [2, 4]
     saved = json.loads((tmp_path / "anakin" / "config.json").read_text())
     assert (saved["env_id"], saved["network"]) == ("userenvs:short_corridor", "usernets:Wide")
     assert config.env_id == "CartPole-v1"  # the caller's config is not changed
@@ -404,7 +404,7 @@ def test_python_entry_points_take_your_objects_and_report_each_row(user_package,
     sebulba_config = _sebulba_short()
     rows = sebulba.run(sebulba_config, str(tmp_path / "sebulba"), env=userenvs.cartpole_object,
                        on_row=seen.append)
-    assert seen == rows and rows and rows[-1]["env_steps"] <= sebulba_config.total_env_steps
+    assert seen == list(rows) and rows and rows[-1]["env_steps"] <= sebulba_config.total_env_steps
     with pytest.raises(ConfigError, match="^env_id: function object .* has no name at the top"):
         anakin.run(config, None, env=lambda: userenvs.Corridor())
 

@@ -6,11 +6,12 @@ Rules (README "Where things are"):
 - ``runtime`` (everything around a run) imports only ``rlcore`` and itself; inside it, each
   room (``RUNTIME_ROOMS``: ``process``, ``config``, ``distributed``, ``run``, ``commands``)
   imports only ``rlcore``, itself and the rooms before it, and ``runtime/__init__.py``
-  imports nothing at its top (``test_runtime_rooms``). One door each way (``MODE_DOORS``):
-  ``runtime/commands/policy.py`` (``load_policy``, a run of either architecture restored
-  as its evaluate command restores it) imports the two evaluate modules, inside a function,
-  and ``runtime/__init__.py`` imports that module inside its ``__getattr__``
-  (``runtime.load_policy`` on first use);
+  imports nothing at its top (``test_runtime_rooms``). Two doors (``DOORS``), each inside a
+  function: ``runtime/commands/policy.py`` (``load_policy``: a run's policy, the network's
+  and the params') imports ``envs.registry`` for the env's spec, and ``runtime/__init__.py``
+  imports that module inside its ``__getattr__`` (``runtime.load_policy`` on first use).
+  runtime imports neither mode, by statement or by a module's name
+  (``test_runtime_imports_no_mode``): the arrows point from the modes to runtime;
 - ``envs`` imports only ``rlcore.types``, ``rlcore.errors`` and ``rlcore.imports`` (and
   itself);
 - ``configs`` is imported only by configs, the entry points (``anakin/main.py``,
@@ -37,12 +38,13 @@ ENVS_MAY_IMPORT = ("rlcore.types", "rlcore.errors", "rlcore.imports")
 OURS = ("rlcore", "runtime", "envs", "anakin", "sebulba", "configs", "benchmarks", "tests")
 ENTRY_POINTS = ("anakin/main.py", "sebulba/main.py", "anakin/evaluate.py", "sebulba/evaluate.py")
 # Imports past the room rules, each inside a function only (``function_imports``): the file
-# and the modules it may import so. ``load_policy`` restores a run of either architecture
-# with that architecture's evaluate restore; ``runtime.load_policy`` loads it on first use.
-MODE_DOORS = {
-    "runtime/commands/policy.py": ("anakin.evaluate", "sebulba.evaluate"),
+# and the modules it may import so. ``load_policy`` builds a run's network on the env's spec,
+# which envs gives (below both modes); ``runtime.load_policy`` loads it on first use.
+DOORS = {
+    "runtime/commands/policy.py": ("envs.registry", "envs.registry.env_spec"),
     "runtime/__init__.py": ("runtime.commands.policy", "runtime.commands.policy.load_policy"),
 }
+MODES = ("anakin", "sebulba")
 
 
 def imported_modules(tree: ast.AST):
@@ -77,9 +79,9 @@ def function_imports(tree: ast.AST) -> set[tuple[int, str]]:
 
 
 def through_doors(rel: str, path: Path) -> set[tuple[int, str]]:
-    """The imports of ``path`` (``rel`` to the root) that ``MODE_DOORS`` lets past the rules:
+    """The imports of ``path`` (``rel`` to the root) that ``DOORS`` lets past the rules:
     its named modules, imported inside a function."""
-    doors = MODE_DOORS.get(rel, ())
+    doors = DOORS.get(rel, ())
     inside = function_imports(ast.parse(path.read_text())) if doors else set()
     return {(line, module) for line, module in inside if module in doors}
 
@@ -197,13 +199,64 @@ def test_runtime_rooms():
 
 
 def test_the_doors_open_inside_functions_only(tmp_path):
-    """``MODE_DOORS`` lets its file's named modules past the rules when imported inside a
-    function, nothing at the module's top, no other module, no other file."""
+    """``DOORS`` lets its file's named modules past the rules when imported inside a
+    function, nothing at the module's top, no other module, no other file; no door opens
+    onto a mode."""
     path = tmp_path / "policy.py"
-    path.write_text("import anakin.evaluate\ndef f():\n    if 1:\n        import "
-                    "sebulba.evaluate\n    import anakin.train\n")
-    assert through_doors("runtime/commands/policy.py", path) == {(4, "sebulba.evaluate")}
+    path.write_text("import envs.registry\ndef f():\n    if 1:\n        import "
+                    "envs.registry\n    import anakin.evaluate\n")
+    assert through_doors("runtime/commands/policy.py", path) == {(4, "envs.registry")}
     assert through_doors("runtime/commands/train.py", path) == set()
+    assert not any(m.split(".")[0] in MODES for doors in DOORS.values() for m in doors)
+
+
+# What imports a module by its name: a call of one of these (``importlib.import_module``,
+# ``__import__``, ``importlib.util.find_spec``, ``runpy.run_module``, ...).
+IMPORT_CALLS = ("import_module", "__import__", "find_spec", "run_module", "import_object",
+                "resolve_name")
+
+
+def names_a_module(tree: ast.AST, packages: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(line, text)`` of each place ``tree`` reaches a module of ``packages`` by name
+    rather than an import statement: a string (docstrings aside) that is such a module's
+    dotted name (``"anakin.evaluate"``) or an f-string that starts with one, and any call
+    that imports by a name (``IMPORT_CALLS``) not written out as a constant."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef,
+                                       ast.ClassDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    dotted = re.compile(r"(%s)(\.\w+)*\.?$" % "|".join(packages))
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and dotted.match(node.value)
+                and "." in node.value):
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            arg = node.args[0] if node.args else None
+            if name in IMPORT_CALLS and not isinstance(arg, ast.Constant):
+                found.append((node.lineno, f"{name}(<a computed name>)"))
+            elif name in IMPORT_CALLS and dotted.match(str(arg.value)):
+                found.append((node.lineno, f"{name}({arg.value!r})"))
+    return found
+
+
+def test_runtime_imports_no_mode():
+    """runtime reaches neither mode: no import statement (``test_import_rules``), no module
+    named by a string, no import by a computed name."""
+    bad = [f"{path.relative_to(ROOT)}:{line}: {text}" for path in package_files("runtime")
+           for line, text in names_a_module(ast.parse(path.read_text()), MODES)]
+    assert not bad, "runtime reaches a mode by a module's name:\n" + "\n".join(bad)
+
+
+def test_the_name_rule_sees_what_it_guards():
+    src = ('"""anakin.evaluate in a docstring is prose."""\nimport importlib\n'
+           'm = importlib.import_module(name)\nn = __import__("sebulba")\n'
+           'p = "anakin.evaluate"\nq = f"sebulba.{x}"\nok = importlib.util.find_spec("wandb")\n'
+           'r = "anakin"\n')
+    found = names_a_module(ast.parse(src), MODES)
+    assert [line for line, _ in found] == [3, 4, 5, 6], found
 
 
 def test_the_room_rule_sees_what_it_guards():

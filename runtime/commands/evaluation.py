@@ -7,8 +7,9 @@ Both entry points take ``--workdir=DIR --episodes=N [--greedy] [--video=PATH]`` 
 play N full episodes, then print the statistics of the raw returns and lengths (and, where
 the mode passes a score normaliser that knows the env, the normalised score). This module
 holds the mode-free parts: argument checks, config and checkpoint loading, the report and
-the command-line driver (``runtime.load_policy`` reads a run with the same checks, loaders
-and the modes' ``restore``, which hand back a ``Restored``); the statistics are
+the command-line driver (an agent's params are restored by ``runtime.commands.policy.
+restore_agent``, which both modes' evaluate commands and ``runtime.load_policy`` call and
+which hands back a ``Restored``); the statistics are
 ``runtime.commands.stats``, the videos ``runtime.commands.video``, the actions
 ``rlcore.policy``, the frames and the env knowledge ``envs``.
 
@@ -80,12 +81,11 @@ class EvalError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Restored:
-    """One agent of a run, restored on one device (local device 0): what a mode's
-    ``restore`` hands its evaluate command and ``runtime.load_policy``.
+    """One agent of a run, restored on one device (local device 0): what
+    ``runtime.commands.policy.restore_agent`` hands the evaluate commands and
+    ``runtime.load_policy`` (docs/design.md, "Evaluation").
 
     Attributes:
-      run: the mode's run object (``anakin.train.AnakinRun``, ``sebulba.train.SebulbaRun``),
-        built from the run's config on one device.
       network: the agent's network (``runtime.config.agent.network``).
       params: that agent's params, without an agent axis.
       spec: the EnvSpec the network was built for (``obs_shape``, ``action_shape``).
@@ -94,7 +94,6 @@ class Restored:
       agent: ``"agent 1 of 4 (seed=1)"``: which agent, for a header line.
     """
 
-    run: Any
     network: Any
     params: Any
     spec: Any
@@ -257,14 +256,16 @@ def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.Confi
 LIVE_RETRIES = 3  # reads of a newer step when a live run deleted the one being read
 
 
-def restore_latest(workdir: str, like, mode: str):
+def restore_latest(workdir: str, like, mode: str, at: tuple[str, ...] | None = None):
     """The latest checkpoint of ``workdir`` restored into ``like``'s structure and
     shardings; returns ``(state, step)``. Only finished checkpoints are read, and nothing is
     written: a run may be training in ``workdir`` meanwhile.
 
     Args:
       workdir: run directory.
-      like: a fresh train state of the run (``init_state()``).
+      like: a fresh train state of the run (``init_state()``), or with ``at`` the part of
+        one at key path ``at`` (e.g. the params, ``("learner", "params")``): only that part
+        is read (``Checkpointer.restore_part``).
       mode: ``"anakin"`` or ``"sebulba"``, for the error message.
 
     Raises:
@@ -281,7 +282,7 @@ def restore_latest(workdir: str, like, mode: str):
             raise EvalError(f"--workdir: no checkpoint in {ckpt.directory}")
         for _ in range(LIVE_RETRIES):
             try:
-                return ckpt.restore_checked(like, step), step
+                return ckpt.restore_checked(like, step, at), step
             except IncompatibleCheckpoint as e:
                 raise EvalError(f"--workdir: checkpoint {e.path} is not a {mode} train state "
                                 f"of this config ({e.reason}; trained by the other "

@@ -3,16 +3,16 @@
 "Evaluation").
 
 The run is read as the evaluate commands read it (``runtime.commands.evaluation``): the
-run directory checked (``check_workdir``), ``config.json`` rebuilt with ``configs/base.py``'s
-defaults and an older run's fields upgraded (``load_config``), the agent checked against
-the run's agents (``check_agent``), the latest finished checkpoint restored on one device
-(local device 0) by the restore of the architecture that wrote it
-(``anakin.evaluate.restore``, ``sebulba.evaluate.restore``). The architecture is told by
-the checkpoint's train state (``saved_mode``): Anakin's holds the learner state under
-``learner`` (``anakin.train.AnakinState``), Sebulba's is the learner state (``params`` at
-its top). This is the one module of runtime that imports the modes (their evaluate
-modules, inside ``mode_evaluate``); tests/test_layout.py (``MODE_DOORS``) allows it that
-and no more.
+run directory checked (``check_workdir``), ``config.json`` rebuilt over the fields'
+defaults (``runtime.config.sweep.base_config``) and an older run's fields upgraded
+(``load_config``), the agent checked against the run's agents (``check_agent``), then the
+agent's params alone restored from the latest finished checkpoint on one device (local
+device 0) by ``restore_agent``, which both architectures' evaluate commands call too. A
+policy is the network's and the params': restoring one needs the run's config, the env's
+spec and where the train state keeps its params (``PARAMS_AT``), told by the checkpoint's
+tree (``saved_mode``): Anakin's holds the learner state under ``learner``, Sebulba's is
+the learner state (``params`` at its top). No module of the modes is imported: the spec
+comes from ``envs.registry.env_spec`` (docs/design.md, "Rooms" and "Evaluation").
 
 ``policy(params, obs, key) -> action`` (a ``Policy``, which calls one ``jax.jit``-ted
 function, ``policy.act``) acts as the evaluations act (``rlcore.policy.policy_step``):
@@ -154,25 +154,80 @@ def saved_mode(workdir: str) -> str:
                     "train state")
 
 
-def mode_evaluate(mode: str):
-    """The evaluate module of ``mode`` (``saved_mode``'s answer): ``config_defaults()``,
-    ``num_agents(config)`` and ``restore(config, workdir, agent) -> Restored``."""
-    if mode == "anakin":
-        import anakin.evaluate as evaluate
-    else:
-        import sebulba.evaluate as evaluate
-    return evaluate
+# Where a train state keeps its params, by the architecture that wrote it (``saved_mode``):
+# Anakin's (``anakin.train.AnakinState``) under its learner state, Sebulba's at its top.
+PARAMS_AT = {"anakin": ("learner", "params"), "sebulba": ("params",)}
 
 
-def restore_agent(workdir: str, agent: int) -> ev.Restored:
-    """Agent ``agent`` of the run in ``workdir``, restored as its architecture's evaluate
-    command restores it; raises ``EvalError("--flag: ...")`` for a bad argument."""
+def saved_defaults():
+    """The config an older run's ``config.json`` is read over: every field at its default
+    (``env_id`` empty: every run's ``config.json`` names its env)."""
+    from runtime.config.sweep import base_config
+
+    return base_config(env_id="")
+
+
+def params_like(network, spec, num_agents: int, device):
+    """Abstract params of ``network`` on ``spec`` (``rlcore.networks.init_params``), leaves
+    ``[A, ...]`` for ``num_agents`` A > 1 (a ``num_seeds`` or sweep run's), on ``device``."""
+    from rlcore.networks import init_params
+
+    shapes = jax.eval_shape(functools.partial(init_params, network, spec=spec),
+                            jax.random.key(0))
+    lead = (num_agents,) if num_agents > 1 else ()
+    sharding = jax.sharding.SingleDeviceSharding(device)
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(lead + x.shape, x.dtype,
+                                                       sharding=sharding), shapes)
+
+
+def described(tags: list[dict], agent: int) -> tuple[int, str]:
+    """``(seed, "agent 1 of 2 (seed=1)")`` of agent ``agent`` of a run whose agents have
+    ``tags`` (``runtime.config.sweep.agent_tags``)."""
+    if len(tags) == 1:
+        return tags[0]["seed"], "agent 0 of 1"
+    values = ", ".join(f"{k}={v}" for k, v in tags[agent].items())
+    return tags[agent]["seed"], f"agent {agent} of {len(tags)} ({values})"
+
+
+def restore_agent(config, workdir: str, agent: int, spec, mode: str) -> ev.Restored:
+    """Agent ``agent``'s params of the ``mode`` run (``"anakin"`` or ``"sebulba"``) in
+    ``workdir``, restored alone (``PARAMS_AT``; ``Checkpointer.restore_part``) from the
+    latest finished checkpoint on local device 0, with its network on ``spec`` (the env's
+    spec in ``mode``); ``config``: the run's. What both evaluate commands and
+    ``load_policy`` act with.
+
+    Raises:
+      EvalError: ``agent`` is not one of the run's agents, or the checkpoint holds no
+        params of this config's network, in one line.
+    """
+    from runtime.config.agent import network as agent_network
+    from runtime.config.sweep import agent_tags
+
+    tags = agent_tags(config)
+    ev.check_agent(agent, len(tags))
+    network = agent_network(config, spec)
+    like = params_like(network, spec, len(tags), jax.local_devices()[0])
+    params, step = ev.restore_latest(workdir, like, mode, PARAMS_AT[mode])
+    if len(tags) > 1:
+        params = jax.tree.map(lambda x: x[agent], params)
+    seed, agent_text = described(tags, agent)
+    return ev.Restored(network=network, params=params, spec=spec, step=step, seed=seed,
+                       agent=agent_text)
+
+
+def restore_saved(workdir: str, agent: int) -> ev.Restored:
+    """Agent ``agent`` of the run in ``workdir``, of the architecture its checkpoint tells,
+    restored as its evaluate command restores it; raises ``EvalError("--flag: ...")`` for
+    a bad argument."""
+    from envs.registry import env_spec  # the env's spec: envs, below both modes
+    from runtime.config.sweep import num_agents
+
     ev.check_agent_index(agent)
     ev.check_workdir(workdir)
-    mode = mode_evaluate(saved_mode(workdir))
-    config = ev.load_config(workdir, mode.config_defaults())
-    ev.check_agent(agent, mode.num_agents(config))
-    return mode.restore(config, workdir, agent)
+    mode = saved_mode(workdir)
+    config = ev.load_config(workdir, saved_defaults())
+    ev.check_agent(agent, num_agents(config))
+    return restore_agent(config, workdir, agent, env_spec(config.env_id, mode), mode)
 
 
 def load_policy(workdir: str, agent: int = 0, greedy: bool = True) -> tuple[Policy, Any]:
@@ -197,7 +252,7 @@ def load_policy(workdir: str, agent: int = 0, greedy: bool = True) -> tuple[Poli
       ConfigError: a config this host cannot run (an env id it does not have), one line.
     """
     try:
-        restored = restore_agent(workdir, agent)
+        restored = restore_saved(workdir, agent)
     except EvalError as e:
         raise EvalError(str(e).removeprefix("--")) from None
     return make_policy(restored.network, restored.spec.obs_shape, greedy), restored.params

@@ -22,7 +22,7 @@ import copy
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from rlcore.errors import ConfigError
 from rlcore.imports import path_of
@@ -88,7 +88,8 @@ def check_memory(config, refusal: str | None) -> None:
 
 
 # What a training command runs: ``() -> (mode, train)``, importing the trainer's modules
-# (the entry point's ``anakin.train`` or ``sebulba.train``) only when called.
+# (the entry point's ``anakin.train`` or ``sebulba.train``) only when called; ``train(config,
+# workdir, **kwargs)`` returns a ``runtime.commands.result.RunResult``.
 Trainer = Callable[[], tuple[ModeChecks, Callable]]
 
 
@@ -192,21 +193,86 @@ def with_own_code(config, *, env: Any = None, network: Any = None, algorithm: An
     return out
 
 
+class RunArguments(TypedDict, total=False):
+    """The keyword arguments ``anakin.run`` and ``sebulba.run`` share (``train_in_python``).
+
+    Attributes:
+      env: your env (docs/extending.md, "Your own env"): a class, function or object with a
+        name at the top level of a module, or an import path; absent: ``config.env_id``.
+      network: your torso (docs/extending.md, "Your own network"), as ``env``; absent:
+        ``config.network``.
+      algorithm: your algorithm class (docs/extending.md, "Your own algorithm"), as
+        ``env``; absent: ``config.algorithm``. Its own hyperparameters: ``config.algo``.
+      on_row: called with each ``metrics.jsonl`` row (a dict) as it is logged; returning
+        ``False`` stops the run after that row's update, checkpointed (docs/design.md,
+        "From Python").
+      fresh: move a previous run in ``workdir`` aside first (``--fresh``).
+    """
+
+    env: Any
+    network: Any
+    algorithm: Any
+    on_row: Callable[[dict], Any] | None
+    fresh: bool
+
+
+def check_python_arguments(workdir: Any, on_row: Any, fresh: Any) -> None:
+    """The Python entry points' own arguments, checked before anything else (docs/design.md,
+    "From Python"): ``workdir`` a path or None, ``on_row`` a callable or None, ``fresh`` a
+    bool.
+
+    Raises:
+      ConfigError: ``"<argument>: what is wrong"``, one line.
+    """
+    if workdir is not None and not isinstance(workdir, (str, os.PathLike)):
+        raise ConfigError(f"workdir: must be a path (str) or None, got {workdir!r:.60}")
+    if on_row is not None and not callable(on_row):
+        raise ConfigError(f"on_row: must be a function of each metrics row (a dict) or None, "
+                          f"got {type(on_row).__name__} {on_row!r:.60}")
+    if not isinstance(fresh, bool):
+        raise ConfigError(f"fresh: must be True or False, got {fresh!r:.60}")
+
+
+# The prefix of the import path of an object a notebook or script defines.
+MAIN = "__main__:"
+
+
+def main_module_line(config) -> str | None:
+    """The one line that says which of ``config``'s code fields name an object of
+    ``__main__`` (a notebook's or script's own, ``rlcore.imports.path_of``), which no later
+    process can import (a resume, the evaluate commands, ``runtime.load_policy``); None
+    where none does (docs/extending.md, "From Python")."""
+    fields = [f for f in ("env_id", "network", "algorithm") if config[f].startswith(MAIN)]
+    if not fields:
+        return None
+    named = ", ".join(f"{f}={config[f]}" for f in fields)
+    return (f"note: {named}: defined in a notebook or script, which a later process cannot "
+            "import: resuming this workdir, evaluating it or load_policy on it needs the "
+            "code in a module")
+
+
 def train_in_python(config, workdir: str | None, trainer: Trainer, *, env: Any = None,
                     network: Any = None, algorithm: Any = None, fresh: bool = False,
-                    **train_kwargs) -> list[dict]:
-    """A training run called from Python (``anakin.run``, ``sebulba.run``): ``config`` with
-    the caller's code (``with_own_code``), the command's checks in its order (``_ready``),
-    then ``train(config, workdir, **train_kwargs)``; returns the logged rows. A refusal
-    raises (``ConfigError``: its one line) instead of exiting; the workdir's lock is given
-    back when the run ends, so the same process may train there again."""
+                    on_row: Callable[[dict], Any] | None = None, **train_kwargs):
+    """A training run called from Python (``anakin.run``, ``sebulba.run``): the arguments
+    checked (``check_python_arguments``), ``config`` with the caller's code
+    (``with_own_code``; a workdir's run of objects of ``__main__`` said in one line,
+    ``main_module_line``), the command's checks in its order (``_ready``), then
+    ``train(config, workdir, on_row=on_row, **train_kwargs)``; returns its
+    ``runtime.commands.result.RunResult``. A refusal raises (``ConfigError``: its one line)
+    instead of exiting; the workdir's lock is given back when the run ends, so the same
+    process may train there again."""
+    check_python_arguments(workdir, on_row, fresh)
+    workdir = os.fspath(workdir) if workdir is not None else None
     config = with_own_code(config, env=env, network=network, algorithm=algorithm)
     clean = False
     try:
         _, train = _ready(config, workdir, trainer, fresh)
-        rows = train(config, workdir, **train_kwargs)
+        if workdir and (line := main_module_line(config)) is not None:
+            print(line, file=sys.stderr)
+        result = train(config, workdir, on_row=on_row, **train_kwargs)
         clean = True
-        return rows
+        return result
     finally:
         if workdir:
             workdir_lock.release(workdir, remove=clean)
@@ -215,7 +281,7 @@ def train_in_python(config, workdir: str | None, trainer: Trainer, *, env: Any =
 def _run(config, workdir, trainer: Trainer, fresh: bool) -> None:
     """``run_main``'s work, under its signal handlers."""
     mode, train = _ready(config, workdir, trainer, fresh)
-    rows = train(config, workdir)
+    rows = list(train(config, workdir).rows)
     if distributed.is_main_process():  # one console for the run: process 0's
         print_summary(whole_run(workdir, rows))  # a resumed run's earlier lines too
         if workdir:

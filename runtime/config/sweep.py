@@ -27,7 +27,17 @@ import jax.numpy as jnp
 import ml_collections
 
 from rlcore.hparams import SCALARS, HParams
-from runtime.config.fields import ALGO, hparams_of
+from runtime.config.fields import ALGO, default_config, hparams_of
+
+
+def base_config(env_id: str) -> ml_collections.ConfigDict:
+    """Every field at its default (``runtime.config.fields.default_config``) with
+    ``env_id`` and the ``sweep`` sub-config (``sweep_fields``): what ``configs/base.py``
+    gives, and the fields an older run's ``config.json`` lacks are read from
+    (docs/design.md, "Runs outlive upgrades")."""
+    c = default_config(env_id=env_id)
+    c.sweep = sweep_fields(c)  # Anakin: values per number field, one agent each (x seeds)
+    return c
 
 
 def sweep_fields(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:

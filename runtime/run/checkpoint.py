@@ -26,6 +26,7 @@ import sys
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
 
 from runtime import distributed
 from runtime.run import files as run_files
@@ -186,8 +187,32 @@ class Checkpointer:
             return restore(like)
         return older_state.restore_older(restore, like, saved)
 
-    def restore_checked(self, like, step: int):
-        """``restore(like, step)``, with any failure to read it as one line.
+    def restore_part(self, like, at: older_state.Path, step: int):
+        """The part of checkpoint ``step`` at key path ``at`` (e.g. ``("learner",
+        "params")``) restored into the structure, shapes and shardings of ``like``; the rest
+        of the checkpoint is not read (orbax's partial restore). What a policy needs of a
+        train state: docs/design.md, "Evaluation".
+
+        Raises:
+          older_state.StateMismatch: the checkpoint holds no such part, or one of another
+            structure or shape than ``like``.
+        """
+        saved = older_state.saved_structure(self.step_path(step))
+        older_state.check_part(like, older_state.subtree(saved, at), at)
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+        for name in reversed(at):
+            abstract = {name: abstract}
+        args = jax.tree.map(lambda s: ocp.ArrayRestoreArgs(
+            sharding=s.sharding, global_shape=s.shape, dtype=s.dtype), abstract)
+        restored = ocp.PyTreeCheckpointer().restore(
+            epath.Path(self.step_path(step)) / older_state.ITEM,
+            args=ocp.args.PyTreeRestore(item=abstract, restore_args=args,
+                                        partial_restore=True))
+        return older_state.subtree(restored, at)
+
+    def restore_checked(self, like, step: int, at: older_state.Path | None = None):
+        """``restore(like, step)`` (``at``: ``restore_part(like, at, step)``), with any
+        failure to read it as one line.
 
         Raises:
           DamagedCheckpoint: the checkpoint did not restore (files truncated, overwritten or
@@ -197,7 +222,7 @@ class Checkpointer:
         """
         _drop_closed_loop_errors()
         try:
-            return self.restore(like, step)
+            return self.restore(like, step) if at is None else self.restore_part(like, at, step)
         except older_state.StateMismatch as e:
             raise IncompatibleCheckpoint(step, self.step_path(step), str(e)) from None
         except Exception as e:  # noqa: BLE001 - tensorstore/orbax raise many types

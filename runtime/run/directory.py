@@ -34,6 +34,7 @@ from runtime.run.console import Ticker
 from runtime.run.curves import CURVE, RETURN_LABEL, write_run_curve
 from runtime.run.files import RunTiming
 from runtime.run.lines import (
+    asked_stop_line,
     compiling_line,
     extension_line,
     first_call_line,
@@ -62,7 +63,12 @@ class RunDir:
         when a run trains several agents; None: one agent, lines without tags.
       return_label: ``curve.png``'s y axis.
       on_row: called with a copy of each ``metrics.jsonl`` row as it is logged (the Python
-        entry points' progress callback), or None.
+        entry points' progress callback), or None. A row for which it returns ``False``
+        stops the run after that update (``stopped``; docs/design.md, "From Python").
+
+    Attributes:
+      stopped: the update whose row ``on_row`` returned ``False`` for, or None: the
+        trainer's loop ends after it, once ``checkpoint_or_exit`` has saved it.
     """
 
     def __init__(self, config, workdir: str | None, total_updates: int, steps_per_update: int,
@@ -70,6 +76,7 @@ class RunDir:
                  on_row: Callable[[dict], None] | None = None):
         self.config = config
         self.on_row = on_row
+        self.stopped: int | None = None
         self.return_label = return_label  # curve.png's y axis (the env's)
         self.workdir = workdir
         self.total = total_updates
@@ -182,7 +189,8 @@ class RunDir:
             rows = self.logger.log_agents(update, update * self.steps_per_update,
                                           self.windows.take(), sps=sps, at=at)
             for row in rows if self.on_row is not None else ():
-                self.on_row(dict(row))
+                if self.on_row(dict(row)) is False and self.stopped is None:
+                    self.stopped = update
 
     def record_population(self, lines: list[dict]) -> None:
         """Appends a population's history lines (``runtime.run.population``) to
@@ -206,8 +214,9 @@ class RunDir:
                            exit_code: int | None, in_flight: int | None = None,
                            clock: bool = False) -> None:
         """After updates ``previous + 1 .. update``: checkpoints when due (by updates, or
-        by the clock: ``clock``, agreed by every process) or when the run stops on a signal
-        (``exit_code`` 130/143, agreed by every process), then stops.
+        by the clock: ``clock``, agreed by every process) or when the run stops, on a signal
+        (``exit_code`` 130/143, agreed by every process; then exits) or because ``on_row``
+        asked (``stopped``; the trainer's loop then ends after this update).
 
         Args:
           in_flight: the update a signal abandoned while it ran (Sebulba), for the line;
@@ -224,9 +233,13 @@ class RunDir:
         if exit_code is not None and self.main and not (handlers and handlers.announced):
             print(stopping_line(exit_code, update, self.ckpt is not None, in_flight),
                   file=sys.stderr, flush=True)
+        stops = exit_code is not None or self.stopped is not None
         if (self.checkpoint_due(update, previous) or (clock and update > previous)
-                or (exit_code is not None and update > 0)):
+                or (stops and update > 0)):
             self.save(update, state)
+        if self.stopped is not None and exit_code is None and self.main:
+            print(asked_stop_line(self.stopped, update, self.ckpt is not None),
+                  file=sys.stderr, flush=True)
         if exit_code is not None:
             raise SystemExit(exit_code)
 

@@ -32,6 +32,14 @@ def extension_line(old_total: int, config, total_updates: int) -> str:
     return line
 
 
+def asked_stop_line(row_update: int, update: int, saved: bool) -> str:
+    """The console line of a run that ``on_row`` stopped at the row of ``row_update``,
+    after ``update`` updates (Anakin: the end of that row's call): what was kept."""
+    kept = (f"checkpoint {update} written: rerunning resumes from it" if saved
+            else "no workdir: the result holds its params")
+    return f"on_row returned False at update {row_update}: stopping after update {update}; {kept}"
+
+
 def stopping_line(exit_code: int, update: int, saving: bool,
                   in_flight: int | None = None) -> str:
     """The console line of a run stopping on a signal after ``update`` updates (abandoning

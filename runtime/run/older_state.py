@@ -78,6 +78,28 @@ def difference(like, saved) -> Difference:
                       dropped=tuple(p for p in then if p not in now))
 
 
+def subtree(tree, at: Path):
+    """The part of ``tree`` (nested mappings, as orbax reads and writes them) at key path
+    ``at``; None where it has none."""
+    for name in at:
+        if not isinstance(tree, dict) or name not in tree:
+            return None
+        tree = tree[name]
+    return tree
+
+
+def check_part(like, saved, at: Path) -> None:
+    """Raises ``StateMismatch`` unless ``saved`` (a part of a checkpoint's
+    ``saved_structure``, at key path ``at``; None where it lacks it) holds exactly the
+    arrays of ``like``, with their shapes."""
+    if saved is None:
+        raise StateMismatch(f"it holds no {_dotted(at)}")
+    changed = difference(like, saved)  # an array of another shape or without a place
+    missing = [p for p in changed.added if named_leaves(like)[p] is not None]
+    if missing:
+        raise StateMismatch(f"its {_dotted(at)} lacks {_dotted(missing[0])}")
+
+
 def stored_shape(leaf) -> tuple[int, ...]:
     """The shape ``leaf`` has on disk: a typed PRNG key array's key data (``[..., 2]`` for
     threefry), any other array's own."""

@@ -4,7 +4,6 @@ loop, and bad arguments (exit 2, one line)."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -12,13 +11,12 @@ import numpy as np
 import pytest
 
 from anakin.episodes import play_episodes
-from anakin.evaluate import agent_params
 from configs import cartpole_ppo
 from envs import registry
 from envs.render import CAPTION_HEIGHT, CARTPOLE_FRAME
 from rlcore.networks import make_network
 from rlcore.seeding import EvaluateRoots, per_env_keys
-from runtime.commands.evaluation import EvalError
+from runtime.commands.evaluation import EvalError, check_agent
 from runtime.commands.stats import parse_table
 from tests.helpers import read_video, run_entry
 
@@ -117,7 +115,6 @@ def test_bad_arguments_exit_2_with_one_line(args, flag, tmp_path):
     (1, 1, "--agent: the run has 1 agent (0), got 1"),
 ])
 def test_agent_out_of_range_names_the_valid_range(num_agents, agent, line):
-    run = SimpleNamespace(num_agents=num_agents, tags=[{"seed": s} for s in range(num_agents)])
     with pytest.raises(EvalError) as raised:
-        agent_params(run, learner=None, agent=agent)
+        check_agent(agent, num_agents)  # what the restore of an agent checks first
     assert str(raised.value) == line

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from benchmarks import ablate, ablate_report, ablate_suites
+from benchmarks.figures import pyplot
 from tests.helpers import REPO, cell_config
 
 # Fields that must be equal between the two architectures of one (env, algorithm) setting.
@@ -191,7 +192,7 @@ def test_stage_plot_width_is_bounded_and_its_labels_fit(tmp_path, num_groups):
         legend = [t.get_text() for t in fig.legends[0].get_texts()]
         assert legend == list(ablate_report.ACTOR_STAGES + ablate_report.LEARNER_STAGES)
     finally:
-        ablate_report._pyplot().close(fig)
+        pyplot().close(fig)
 
 
 def test_bad_arguments_exit_2_with_one_line(capsys):
