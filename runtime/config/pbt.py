@@ -21,6 +21,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.hparams import SCALARS, HParams
 from rlcore.pbt import METHODS, RESAMPLE, Explore
+from runtime.config.algo import sweepable_names
 from runtime.config.fields import ALGO, PBT_FIELDS, SWEEPABLE, hparams_of
 from runtime.config.sweep import agent_tags, num_agents, swept, with_values
 
@@ -130,7 +131,7 @@ def check(config, agents: int, check_value: Callable[[object, str], None]) -> No
              f"must be one of {', '.join(STATISTICS)}, got {pbt.statistic!r}")
     _require(pbt.method in METHODS, "pbt.method",
              f"must be one of {', '.join(METHODS)}, got {pbt.method!r}")
-    _check_explore(pbt)
+    _check_explore(config)
     for side in ("low", "high"):
         given = pbt[side]
         _require(isinstance(given, (tuple, list)) and all(_is_finite(v) for v in given),
@@ -160,15 +161,17 @@ def _check_numbers(pbt) -> None:
              "pbt.factors", f"must be a non-empty tuple of numbers > 0, got {factors!r}")
 
 
-def _check_explore(pbt) -> None:
-    """``explore``: a non-empty tuple of distinct sweepable fields."""
-    explore = pbt.explore
+def _check_explore(config) -> None:
+    """``explore``: a non-empty tuple of distinct sweepable fields, an algorithm's own float
+    hyperparameters (``algo.NAME``) included, as a sweep takes them."""
+    explore = config.pbt.explore
     _require(isinstance(explore, (tuple, list)) and len(explore) > 0
              and all(isinstance(k, str) for k in explore), "pbt.explore",
              f"must be a non-empty tuple of sweepable fields, got {explore!r}")
+    takes = SWEEPABLE + sweepable_names(config)
     for k in explore:
-        _require(k in SWEEPABLE, "pbt.explore",
-                 f"{k!r} is not a sweepable field; sweepable fields: {', '.join(SWEEPABLE)}")
+        _require(k in takes, "pbt.explore",
+                 f"{k!r} is not a sweepable field; sweepable fields: {', '.join(takes)}")
     _require(len(set(explore)) == len(explore), "pbt.explore",
              f"names a field twice: {explore!r}")
 
@@ -192,7 +195,8 @@ def _check_bounds(config, check_value) -> None:
     for k, lo, hi in zip(names(config), low, high):
         if k not in pbt.explore:
             continue
-        for side, v in (("low", lo), ("high", hi)):
+        # An own float takes any finite number (as a sweep's values); a field, its rule's.
+        for side, v in (() if k.startswith(ALGO) else (("low", lo), ("high", hi))):
             try:
                 check_value(with_values(config, {k: v}), k)
             except ConfigError as e:
