@@ -24,7 +24,7 @@ from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
-from rlcore.imports import is_import_path
+from rlcore.imports import colon_hint, is_import_path
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
@@ -426,7 +426,8 @@ def check_field(config, name: str) -> None:
     elif isinstance(rule, Choice):
         require(isinstance(value, str) and (value in rule.options
                                             or (rule.imports and is_import_path(value))),
-                name, f"must be {rule.text()}, got {shown(value)}")
+                name, f"must be {rule.text()}, got {shown(value)}"
+                f"{colon_hint(value) if rule.imports else ''}")
     elif isinstance(rule, Flag):
         require(isinstance(value, bool), name, f"must be true or false, got {shown(value)}")
     elif isinstance(rule, Text):
