@@ -38,6 +38,10 @@ def check_fields(config, counts: DeviceCounts) -> int:
     require(not swept(config), "sweep",
             f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
+    check_field(config, "pbt.interval")
+    require(config.pbt.interval == 0, "pbt.interval",
+            f"population-based training is Anakin's (its agents train in one program); "
+            f"Sebulba trains one agent per run, got {config.pbt.interval} (0: off)")
     choice(config, "pipeline", pipeline.PIPELINES)
     require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
             f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "

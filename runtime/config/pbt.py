@@ -121,10 +121,12 @@ def check_structure(config) -> None:
         _require(field in pbt, f"pbt.{field}", "is missing")
 
 
-def check(config, agents: int, check_value: Callable[[object, str], None]) -> None:
+def check(config, agents: int, check_value: Callable[[object, str], None],
+          num_updates: int) -> None:
     """The pbt fields' rules (each checked whether or not PBT is on), then, where it is
-    on, the rules that read the population: ``agents`` (the mode's agents per program);
-    ``check_value(config, name)`` is validation's check of a field by its rule."""
+    on, the rules that read the population: ``agents`` (the mode's agents per program),
+    ``num_updates`` (the run's, ``runtime.config.validation.derive``); ``check_value(config,
+    name)`` is validation's check of a field by its rule."""
     pbt = config.pbt
     _check_numbers(pbt)
     _require(pbt.statistic in STATISTICS, "pbt.statistic",
@@ -143,6 +145,10 @@ def check(config, agents: int, check_value: Callable[[object, str], None]) -> No
              f"{pbt.fraction} of {agents} agent{'s' * (agents != 1)} copies none; "
              "population-based training needs agents (num_seeds x sweep variants, Anakin) "
              "of which at least one copies")
+    _require(pbt.interval <= num_updates, "pbt.interval",
+             f"{pbt.interval} is longer than the run ({num_updates} update"
+             f"{'s' * (num_updates != 1)}), so no agent would ever copy: at most "
+             f"{num_updates}, or a larger total_env_steps")
     if pbt.statistic == "eval":
         _require(config.eval_every and pbt.interval % config.eval_every == 0,
                  "pbt.statistic", f"eval needs an evaluation at every exploit: eval_every "

@@ -273,7 +273,7 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_sweep(config, shards, mode.check_env_id)
-    pbt.check(config, mode.num_agents(config), check_field)
+    pbt.check(config, mode.num_agents(config), check_field, derive(config).num_updates)
     # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
     _validate_network(config, mode.env_spec(config.env_id))
     return shards
