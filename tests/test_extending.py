@@ -475,7 +475,7 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
                                                                             tmp_path):
     """``--config.algo.NAME`` sets one, ``--config.sweep.algo.NAME`` sweeps a float one (each
     agent's metrics tagged ``algo.NAME``), a resume with another value is refused naming
-    ``algo``; Sebulba trains it too."""
+    ``algo.NAME`` and its two values; Sebulba trains it too."""
     env = _with(user_package)
     workdir = str(tmp_path / "sweep")
     args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.algorithm=useralgos:ScaledPPO",
@@ -490,7 +490,9 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
     proc = run_entry("anakin.main", [*args, "--config.sweep.algo.ent_scale=0.0,4.0",
                                      "--config.algo.label=other",
                                      "--config.total_env_steps=8192"], env=env)
-    assert proc.returncode == 2 and proc.stderr.startswith("config error: algo: the checkpoint")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "config error: algo.label: the checkpoint"), proc.stderr
+    assert "was made with 'swept', not 'other';" in proc.stderr
     _sebulba_trains(env, tmp_path / "sebulba", "--config.algorithm=useralgos:ScaledPPO",
                     "--config.algo.ent_scale=0.5")
 

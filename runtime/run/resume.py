@@ -54,14 +54,12 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
     check_version(saved, path)
     saved = upgrade_saved(saved)  # an older run's config under today's fields
     now = json.loads(config.to_json_best_effort())
-    changed = sorted(k for k in set(saved) | set(now)
-                     if k not in RESUMABLE_CHANGES | {"total_env_steps"}
-                     and saved.get(k) != now.get(k))
+    changed = changed_fields(saved, now, RESUMABLE_CHANGES | {"total_env_steps"})
     if changed:
-        k = changed[0]
+        k, was, given = changed[0]
         raise ConfigError(
-            f"{k}: the checkpoint in {workdir} was made with {saved.get(k)!r}, not "
-            f"{now.get(k)!r}; resume with the same value, use a new --workdir, or pass "
+            f"{k}: the checkpoint in {workdir} was made with {_shown(was)}, not "
+            f"{_shown(given)}; resume with the same value, use a new --workdir, or pass "
             f"--fresh to move the previous run aside and start over")
     old_total = saved.get("total_env_steps")
     if old_total is None or old_total == now.get("total_env_steps"):
@@ -73,6 +71,36 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
             f"({newest_step * steps_per_update:,} env steps); give at least that "
             f"many to continue it, or pass --fresh to start over")
     return int(old_total)
+
+
+ABSENT = object()  # a field one of the two configs lacks
+SHOWN_CHARS = 60  # of a value in a refusal's line
+
+
+def changed_fields(saved: dict, now: dict, may_change=frozenset(),
+                   prefix: str = "") -> list[tuple[str, object, object]]:
+    """``[(dotted field, saved value, value now)]`` of the fields that differ between two
+    configs as JSON, sorted; a sub-config's by its own fields (``algo.dpo_alpha``,
+    ``pbt.interval``), not as a whole. ``may_change``: top-level fields left out."""
+    out = []
+    for k in sorted(set(saved) | set(now)):
+        was, given = saved.get(k, ABSENT), now.get(k, ABSENT)
+        if k in may_change or was == given:
+            continue
+        if isinstance(was, dict) and isinstance(given, dict):
+            out += changed_fields(was, given, prefix=f"{prefix}{k}.")
+        else:
+            out.append((prefix + k, was, given))
+    return out
+
+
+def _shown(value) -> str:
+    """A value of a refused resume's line: its repr, cut to ``SHOWN_CHARS``; ``no value``
+    for a field the config lacks."""
+    if value is ABSENT:
+        return "no value"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
 def check_files(workdir: str, config) -> None:
