@@ -14,8 +14,8 @@ import json
 import os
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import RESUMABLE_CHANGES  # fields a resume may change
-from runtime.config.saved import check_version, upgrade_saved
+from runtime.config.fields import ALGO, RESUMABLE_CHANGES  # fields a resume may change
+from runtime.config.saved import check_version, upgrade_saved, version_of
 from runtime.config.validation import derive
 from runtime.run import files as run_files
 
@@ -52,15 +52,12 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
     with open(path) as f:
         saved = json.load(f)
     check_version(saved, path)
+    version = version_of(saved)
     saved = upgrade_saved(saved)  # an older run's config under today's fields
     now = json.loads(config.to_json_best_effort())
     changed = changed_fields(saved, now, RESUMABLE_CHANGES | {"total_env_steps"})
     if changed:
-        k, was, given = changed[0]
-        raise ConfigError(
-            f"{k}: the checkpoint in {workdir} was made with {_shown(was)}, not "
-            f"{_shown(given)}; resume with the same value, use a new --workdir, or pass "
-            f"--fresh to move the previous run aside and start over")
+        raise refusal(workdir, version, *changed[0])
     old_total = saved.get("total_env_steps")
     if old_total is None or old_total == now.get("total_env_steps"):
         return None
@@ -92,6 +89,26 @@ def changed_fields(saved: dict, now: dict, may_change=frozenset(),
         else:
             out.append((prefix + k, was, given))
     return out
+
+
+def refusal(workdir: str, version: int, field: str, was, given) -> ConfigError:
+    """The one line of a resume refused for ``field`` (``changed_fields``' first), saved
+    as ``was``, now ``given``, in a run of format ``version``: a field one side lacks (but
+    an algorithm's own) is the version's doing, which no value given can mend."""
+    fresh = "or pass --fresh to move the previous run aside and start over"
+    if not field.startswith(ALGO) and given is ABSENT:
+        return ConfigError(
+            f"{field}: {workdir} was written by another podracer-rl (run format {version}) "
+            f"with a field this version does not have ({field}={_shown(was)}), so this "
+            f"version cannot continue it; continue it with that version, {fresh}")
+    if not field.startswith(ALGO) and was is ABSENT:
+        return ConfigError(
+            f"{field}: {workdir} was written by an older podracer-rl (run format {version}) "
+            f"without this field, and this version has no value that continues it; continue "
+            f"it with that version, {fresh}")
+    return ConfigError(
+        f"{field}: the checkpoint in {workdir} was made with {_shown(was)}, not "
+        f"{_shown(given)}; resume with the same value, use a new --workdir, {fresh}")
 
 
 def _shown(value) -> str:

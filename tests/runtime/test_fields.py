@@ -180,6 +180,29 @@ def test_a_refused_resume_names_the_dotted_field_and_its_two_values(tmp_path, fi
     assert len(message) < 300 + len(str(tmp_path))
 
 
+@pytest.mark.parametrize("edit, line", [
+    (lambda saved: saved.update(frame_skip=4), "frame_skip: {w} was written by another "
+     "podracer-rl (run format 1) with a field this version does not have (frame_skip=4), so "
+     "this version cannot continue it; "),
+    (lambda saved: saved.pop("num_minibatches"), "num_minibatches: {w} was written by an "
+     "older podracer-rl (run format 1) without this field, and this version has no value "
+     "that continues it; "),
+])
+def test_a_run_an_older_version_wrote_that_cannot_be_continued_says_so(tmp_path, edit, line):
+    """A saved field today's fields lack, or one of today's the file lacks (with no
+    ``ADDED`` value): one line saying that the version is why, not a value to give."""
+    from rlcore.errors import ConfigError
+    from runtime.run.resume import check_same_config
+
+    saved = base.get_config().to_dict()
+    edit(saved)
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(ConfigError) as e:
+        check_same_config(str(tmp_path), base.get_config(), 10, 1, 0)
+    assert str(e.value).startswith(line.format(w=tmp_path)) and "\n" not in str(e.value)
+    assert len(str(e.value)) < 300 + len(str(tmp_path))
+
+
 # ----------------------------------------------------------------------------- records and page
 
 
