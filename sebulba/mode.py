@@ -56,15 +56,23 @@ def check_fields(config, counts: DeviceCounts) -> int:
             f"must be an integer >= 0, got {shown(jitter)}")
     int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
     positive_int(config, "num_envs")
-    require(config.num_actor_threads != 0 or counts.processes == 1, "num_actor_threads",
-            f"0 (from the machine) needs one process, got {counts.processes}: name the "
-            "count, the same in every process")  # the layout needs one count everywhere
+    check_threads_per_process(config, counts.processes)
     machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     require(config.num_envs % actors == 0, "num_envs",
             f"{config.num_envs} envs do not split over {counts.processes} processes x "
             f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
     return counts.processes * len(config.learner_device_ids)
+
+
+def check_threads_per_process(config, processes: int) -> None:
+    """``num_actor_threads=0`` (from the machine) only with one process: the layout needs
+    one count in every process. Checked before the join with ``num_processes`` and after
+    it with the processes the runtime found (a cluster JAX detects)."""
+    check_field(config, "num_actor_threads")
+    require(config.num_actor_threads != 0 or processes == 1, "num_actor_threads",
+            f"0 (from the machine) needs one process, got {processes}: name the "
+            "count, the same in every process")
 
 
 def queue_depth(config) -> int:
@@ -100,6 +108,7 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 MODE = ModeChecks(
     name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
     env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
+    check_before_join=lambda config: check_threads_per_process(config, config.num_processes),
     devices_used=devices_used, default_lag=lambda config: pipeline.PIPELINES[config.pipeline],
     host_memory=HostMemory(bytes=host_bytes, what="the actors' rollouts",
                            detail="3 per actor thread (policy_lag + 2 above lag 1) and the "

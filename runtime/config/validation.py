@@ -130,6 +130,9 @@ class ModeChecks:
       devices_used: ``(config, num_shards, num_processes) -> local devices`` the run
         computes on (CPU devices share the host's RAM).
       host_memory: the mode's host buffers, or None.
+      check_before_join: the mode's checks of the process fields (``num_processes``)
+        against its own, before ``jax.distributed`` starts (a peer never waits on a
+        refusal of process 0; docs/design.md, "Validation").
       default_lag: ``config -> lag`` where ``policy_lag`` is -1 (Anakin 0; Sebulba its
         pipeline's, None for async); read through ``policy_lag``.
       keeps_lagged_params: whether its device state keeps ``policy_lag`` copies of the
@@ -144,6 +147,7 @@ class ModeChecks:
     rollout_values: bool
     devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
     host_memory: HostMemory | None = None
+    check_before_join: Callable[[ml_collections.ConfigDict], None] = lambda config: None
     default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
     keeps_lagged_params: bool = False
 
