@@ -93,6 +93,10 @@ def _built(path: str, factory: Any, gymnax_class: bool, overrides: dict) -> Any:
     except TypeError as e:
         raise ConfigError(f"env_id: '{path}' could not be built with "
                           f"{_arguments(overrides, gymnax_class)}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the user's code may raise anything
+        raise ConfigError(f"env_id: building '{path}' with "
+                          f"{_arguments(overrides, gymnax_class)} raised "
+                          f"{type(e).__name__}: {one_line(e)}") from None
 
 
 def _arguments(overrides: dict, gymnax_class: bool) -> str:
@@ -129,7 +133,27 @@ def _as_jax_env(path: str, obj: Any, overrides: dict) -> JaxEnv:
     if not isinstance(spec, EnvSpec):
         raise ConfigError(f"env_id: '{path}' has spec {type(spec).__name__}, not an "
                           "rlcore.types.EnvSpec")
+    check_spec(path, spec)
     return obj if kind else StepEnvAdapter(obj)
+
+
+def check_spec(path: str, spec: EnvSpec) -> None:
+    """The spec's sizes can make a policy: ``num_actions`` an integer >= 1 (the action set,
+    or a box's vector size) and ``obs_shape`` a tuple of integers >= 1.
+
+    Raises:
+      ConfigError: the first size that cannot, in one ``env_id:`` line.
+    """
+    n = spec.num_actions
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        what = "a box's action size" if spec.action_low is not None else "its action set's size"
+        raise ConfigError(f"env_id: '{path}' has spec num_actions={n!r}: must be an integer "
+                          f">= 1 ({what}); a policy needs an action to take")
+    shape = spec.obs_shape
+    if not isinstance(shape, tuple) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape):
+        raise ConfigError(f"env_id: '{path}' has spec obs_shape={shape!r}: must be a tuple "
+                          "of integers >= 1")
 
 
 def check_shapes(path: str, env: JaxEnv) -> None:

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 from envs.base import HostEnv, JaxEnv
 from rlcore.errors import ConfigError
-from rlcore.imports import is_import_path
+from rlcore.imports import colon_hint, is_import_path
 from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
@@ -231,6 +231,8 @@ def _unknown(env_id: str, mode: str) -> ConfigError:
     if prefix in (None, GYMNAX) and name in CONTINUOUS_GYMNAX_IDS:
         return ConfigError(f"env_id: '{env_id}' is a continuous gymnax env not supported; "
                            f"continuous gymnax ids: Pendulum-v1, MountainCarContinuous-v0")
+    if colon_hint(env_id):
+        return ConfigError(f"env_id: unknown env '{env_id}'{colon_hint(env_id)}")
     matches = ", ".join(_close(env_id, accepted_ids(mode))) or "none"
     return ConfigError(f"env_id: unknown env '{env_id}'; close matches: {matches}")
 

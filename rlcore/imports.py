@@ -20,6 +20,20 @@ def is_import_path(value: Any) -> bool:
         part.isidentifier() for part in module.split("."))
 
 
+def colon_hint(value: Any) -> str:
+    """What a refusal of ``value`` adds where it reads as an import path written with a dot
+    for the colon (``pkg.mod.Name``): the likely path and the form (``; did you mean
+    'pkg.mod:Name'? (an import path puts a colon before the name: MODULE:NAME)``); else
+    ``""``. See docs/design.md, "Your own code"."""
+    if not isinstance(value, str) or ":" in value:
+        return ""
+    module, _, name = value.rpartition(".")
+    if not module or not is_import_path(f"{module}:{name}"):
+        return ""
+    return f"; did you mean '{module}:{name}'? (an import path puts a colon before the " \
+           "name: MODULE:NAME)"
+
+
 def load_object(path: str, field: str) -> Any:
     """The object ``PACKAGE.MODULE:NAME`` names.
 

@@ -27,6 +27,10 @@ def check_fields(config, counts: v.DeviceCounts) -> int:
     v.require(not swept(config), "sweep",
               f"Sebulba trains one agent per run, got a sweep of {', '.join(swept(config))} "
             "(Anakin sweeps in one program)")
+    v.check_field(config, "pbt.interval")
+    v.require(config.pbt.interval == 0, "pbt.interval",
+              f"population-based training is Anakin's (its agents train in one program); "
+              f"Sebulba trains one agent per run, got {config.pbt.interval} (0: off)")
     v.choice(config, "pipeline", pipeline.PIPELINES)
     v.require(config.pipeline != "async" or config.policy_lag < 0, "policy_lag",
               f"the async pipeline has no fixed lag, got policy_lag={config.policy_lag} "
@@ -41,15 +45,23 @@ def check_fields(config, counts: v.DeviceCounts) -> int:
               f"must be an integer >= 0, got {v.shown(jitter)}")
     v.int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
     v.positive_int(config, "num_envs")
-    v.require(config.num_actor_threads != 0 or counts.processes == 1, "num_actor_threads",
-              f"0 (from the machine) needs one process, got {counts.processes}: name the "
-            "count, the same in every process")  # the layout needs one count everywhere
+    check_threads_per_process(config, counts.processes)
     machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
     actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
     v.require(config.num_envs % actors == 0, "num_envs",
               f"{config.num_envs} envs do not split over {counts.processes} processes x "
             f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
     return counts.processes * len(config.learner_device_ids)
+
+
+def check_threads_per_process(config, processes: int) -> None:
+    """``num_actor_threads=0`` (from the machine) only with one process: the layout needs
+    one count in every process. Checked before the join with ``num_processes`` and after
+    it with the processes the runtime found (a cluster JAX detects)."""
+    v.check_field(config, "num_actor_threads")
+    v.require(config.num_actor_threads != 0 or processes == 1, "num_actor_threads",
+              f"0 (from the machine) needs one process, got {processes}: name the "
+              "count, the same in every process")
 
 
 def queue_depth(config) -> int:
@@ -85,6 +97,7 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 MODE = v.ModeChecks(
     name="sebulba", check_fields=check_fields, check_env_id=registry.check_host_env_id,
     env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
+    check_before_join=lambda config: check_threads_per_process(config, config.num_processes),
     devices_used=devices_used, default_lag=lambda config: pipeline.PIPELINES[config.pipeline],
     host_memory=v.HostMemory(bytes=host_bytes, what="the actors' rollouts",
                              detail="3 per actor thread (policy_lag + 2 above lag 1) and the "

@@ -142,3 +142,24 @@ def test_locate_names_a_shipped_config_from_any_directory(tmp_path, monkeypatch)
     assert located_config(argv, locate) == [
         "main", "--config", str(CONFIG_DIR / "pendulum_ppo.py"), "--config.seed=3",
         f"--config={CONFIG_DIR / 'memory_ppo.py'}"]
+
+
+@pytest.mark.parametrize("given, parsed", [
+    (("learning_rate,",), ("learning_rate",)),
+    (("learning_rate,gamma",), ("learning_rate", "gamma")),
+    (("learning_rate, gamma ",), ("learning_rate", "gamma")),
+    (("algo.dpo_alpha,",), ("algo.dpo_alpha",)),
+    (("learning_rate", "gamma"), ("learning_rate", "gamma")),
+])
+def test_a_tuple_of_names_takes_the_comma_form(given, parsed):
+    """``--config.pbt.explore=learning_rate,`` and ``...=a,b`` (the docs' form), which
+    ml_collections reads as one name with its commas, are the names (docs/design.md,
+    "Config fields")."""
+    from runtime.commands.train_flags import split_name_tuples
+    from runtime.config.fields import NAME_TUPLES
+
+    assert NAME_TUPLES == ("pbt.explore",)
+    config = importlib.import_module("configs.cartpole_ppo").get_config()
+    config.pbt.explore = given
+    split_name_tuples(config)
+    assert config.pbt.explore == parsed

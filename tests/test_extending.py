@@ -83,6 +83,16 @@ PACKAGE = textwrap.dedent('''
             self.spec = {"obs_shape": (6,)}
 
 
+    class NoActions(Corridor):
+        def __init__(self):
+            super().__init__()
+            self.spec = EnvSpec(obs_shape=(6,), obs_dtype="float32", num_actions=0)
+
+
+    def needs_a_map():
+        raise FileNotFoundError("maps/level1.txt is missing")
+
+
     class MyCartPole(CartPole):
         pass
 
@@ -233,12 +243,35 @@ def test_the_step_protocol_auto_resets_and_truncates(user_package):
     ("userenvs:NoSpec", "env_id: 'userenvs:NoSpec' has spec dict, not an rlcore.types.EnvSpec"),
     ("userenvs:WrongShape", "env_id: 'userenvs:WrongShape': reset's obs has shape (6,), its "
      "spec says (3,)"),
+    ("userenvs:NoActions", "env_id: 'userenvs:NoActions' has spec num_actions=0: must be an "
+     "integer >= 1 (its action set's size)"),
+    ("userenvs:needs_a_map", "env_id: building 'userenvs:needs_a_map' with no arguments raised "
+     "FileNotFoundError: maps/level1.txt is missing"),
+    ("userenvs.Corridor", "env_id: unknown env 'userenvs.Corridor'; did you mean "
+     "'userenvs:Corridor'? (an import path puts a colon before the name: MODULE:NAME)"),
 ])
 def test_a_bad_import_path_or_object_is_one_line(user_package, env_id, message):
     for check in (registry.check_jax_env_id, registry.check_host_env_id):
         with pytest.raises(ConfigError) as e:
             check(env_id)
         assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("env_id", "userenvs:NoActions"), ("env_id", "userenvs:needs_a_map"),
+    ("network", "usernets.Wide"), ("algorithm", "useralgos.ScaledPPO")])
+def test_a_refused_env_or_a_dot_for_the_colon_exits_2_from_the_command_line(
+        user_package, tmp_path, field, value):
+    """One ``config error: <field>:`` line, exit 2, in both modes (the env with no actions
+    before anything compiles); a dot for the colon names the path meant."""
+    for module in ("anakin.main", "sebulba.main"):
+        proc = run_entry(module, [f"--config.{field}={value}", f"--workdir={tmp_path / 'r'}"],
+                         env=_with(user_package), timeout_s=120)
+        assert proc.returncode == 2 and proc.stderr.startswith(f"config error: {field}: "), \
+            proc.stderr[-2000:]
+        assert proc.stderr.count("\n") == 1
+        if "." in value.split(":")[0] and ":" not in value:
+            assert f"did you mean '{value.replace('.', ':')}'?" in proc.stderr
 
 
 def test_a_module_whose_own_import_fails_says_which(user_package):
@@ -442,7 +475,7 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
                                                                             tmp_path):
     """``--config.algo.NAME`` sets one, ``--config.sweep.algo.NAME`` sweeps a float one (each
     agent's metrics tagged ``algo.NAME``), a resume with another value is refused naming
-    ``algo``; Sebulba trains it too."""
+    ``algo.NAME`` and its two values; Sebulba trains it too."""
     env = _with(user_package)
     workdir = str(tmp_path / "sweep")
     args = [f"--config={REPO}/configs/cartpole_ppo.py", "--config.algorithm=useralgos:ScaledPPO",
@@ -457,7 +490,9 @@ def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(use
     proc = run_entry("anakin.main", [*args, "--config.sweep.algo.ent_scale=0.0,4.0",
                                      "--config.algo.label=other",
                                      "--config.total_env_steps=8192"], env=env)
-    assert proc.returncode == 2 and proc.stderr.startswith("config error: algo: the checkpoint")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "config error: algo.label: the checkpoint"), proc.stderr
+    assert "was made with 'swept', not 'other';" in proc.stderr
     _sebulba_trains(env, tmp_path / "sebulba", "--config.algorithm=useralgos:ScaledPPO",
                     "--config.algo.ent_scale=0.5")
 

@@ -308,6 +308,25 @@ def test_every_process_checks_the_workdir_lock_before_joining(process, tmp_path)
                                f"run (host "), lines
 
 
+@pytest.mark.parametrize("process", [0, 1])
+def test_actor_threads_from_the_machine_are_refused_before_joining(process, tmp_path):
+    """Process 0 or 1 of a 2-process Sebulba run with ``num_actor_threads=0``, started
+    alone: one line and exit 2 within seconds, as the launcher's run gives (no wait for
+    its peer)."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "sebulba.main", "--config=configs/cartpole_ppo_sebulba.py",
+         f"--workdir={tmp_path / 'run'}", "--config.num_actor_threads=0",
+         f"--config.coordinator_address=127.0.0.1:{free_port()}", "--config.num_processes=2",
+         f"--config.process_id={process}"],
+        cwd=REPO, env=entry_env(), capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and lines == [
+        "config error: num_actor_threads: 0 (from the machine) needs one process, got 2: "
+        "name the count, the same in every process"], proc.stderr[-3000:]
+    assert time.monotonic() - started < 30
+
+
 # --- the launcher itself, with small Python children ---------------------------------------
 
 

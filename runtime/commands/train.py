@@ -60,6 +60,7 @@ def prepare(config, mode: ModeChecks) -> None:
       ConfigError: ``"field: what is wrong"``.
     """
     validate_distributed(config)
+    mode.check_before_join(config)
     distributed.initialize(config)
     counts = distributed.device_counts()
     validate(config, mode, counts)

@@ -11,10 +11,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import ml_collections
 from absl import flags
 from ml_collections import config_flags
 
 from runtime.config.algo import command_line_own, fill_own, set_own
+from runtime.config.fields import NAME_TUPLES
 from runtime.config.problems import config_problem
 from runtime.config.xla_flags import apply_xla_cpu_flags
 from runtime.process import flags as flag_parser
@@ -109,6 +111,21 @@ def _check_config(mode: str | None, own: list[tuple[str, str]]) -> None:
     before JAX starts."""
     config = flags.FLAGS["config"].value
     config.to_dict()
+    split_name_tuples(config)
     set_own(config, own)
     fill_own(config)
     apply_xla_cpu_flags(config, mode)
+
+
+def split_name_tuples(config) -> None:
+    """Splits each name of a tuple-of-names field (``NAME_TUPLES``: ``pbt.explore``) at its
+    commas, as the docs write them (``--config.pbt.explore=learning_rate,``, ``...=a,b``):
+    ml_collections reads a tuple override with ``ast.literal_eval``, which gives bare names
+    back as one string, commas and all. Blanks around a name and empty names go
+    (docs/design.md, "Config fields")."""
+    for name in NAME_TUPLES:
+        parent, _, key = name.rpartition(".")
+        node = config.get(parent) if parent else config
+        value = node.get(key) if isinstance(node, ml_collections.ConfigDict) else None
+        if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+            node[key] = tuple(p.strip() for v in value for p in v.split(",") if p.strip())

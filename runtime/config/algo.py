@@ -11,7 +11,9 @@ float one (the sweepable ones). See docs/extending.md, "Your own algorithm".
   have); ``set_own`` sets them once the config is loaded, by the default's type;
 - ``fill_own`` writes every own hyperparameter's default where unset, so that
   ``config.json`` says what the run used;
-- ``check_own`` is validation's check of the sub-config.
+- ``check_own`` is validation's check of the sub-config;
+- ``sweepable_names`` names the float ones as a sweep variant and population-based training
+  do (``algo.NAME``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import ml_collections
 from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import own_hyperparameters, sweepable_own
 from rlcore.errors import ConfigError
+from runtime.config.fields import ALGO
 
 OWN_FLAG = re.compile(r"^--?config\.((?:sweep\.)?algo\.[A-Za-z_]\w*)=(.*)$")
 
@@ -112,6 +115,17 @@ def check_own(config) -> None:
         _known(config.algorithm, name, defaults, f"sweep.algo.{name}")
         if sweep[name]:
             _sweepable(f"sweep.algo.{name}", name, algorithm, defaults)
+
+
+def sweepable_names(config) -> tuple[str, ...]:
+    """``algo.NAME`` of each float own hyperparameter of ``config.algorithm`` (what a sweep
+    or ``pbt.explore`` may vary); none for an algorithm that does not load (validation says
+    why)."""
+    try:
+        algorithm = algorithm_class(config.algorithm)
+    except (ConfigError, TypeError):
+        return ()
+    return tuple(ALGO + name for name in sweepable_own(algorithm))
 
 
 def _sweepable(path: str, name: str, algorithm: type, defaults: dict) -> None:

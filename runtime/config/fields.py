@@ -466,8 +466,9 @@ FIELDS: tuple[Field, ...] = (
           "since the previous exploit) or eval (the evaluation at that update).",
           Checked("return, or eval when eval_every divides pbt.interval")),
         F("pbt.explore", ("learning_rate",), "The hyperparameters an agent that copied "
-          "changes (sweepable fields); the other swept ones it copies as they are.",
-          Checked("a tuple of distinct sweepable fields")),
+          "changes (sweepable fields, or the algorithm's own floats as `algo.NAME`; "
+          "`--config.pbt.explore=a,b`); the other swept ones it copies as they are.",
+          Checked("a tuple of distinct sweepable fields or algo.NAME floats")),
         F("pbt.method", "perturb", "perturb (times one of `pbt.factors`) or resample (one of "
           "the field's sweep values, drawn uniformly).",
           Checked("perturb, or resample when every explored field is swept")),
@@ -494,6 +495,10 @@ BOOL_FIELDS = tuple(f.name for f in FIELDS if f.kind == BOOL)
 DEBUG_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("debug."))
 PBT_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("pbt."))
 SWEEPABLE = tuple(f.name for f in FIELDS if f.sweepable)
+# Tuples of names (``pbt.explore``): the command line's comma form splits there
+# (``runtime.commands.train_flags``; docs/design.md, "Config fields").
+NAME_TUPLES = tuple(f.name for f in FIELDS if f.kind == TUPLE and f.default
+                    and all(isinstance(v, str) for v in f.default))
 # Top-level fields only: the resume check compares config.json's top-level values.
 RESUMABLE_CHANGES = frozenset(f.name for f in FIELDS if f.resumable and "." not in f.name)
 ONE_DEVICE = {f.name: f.one_device for f in FIELDS if f.one_device is not None}

@@ -21,6 +21,7 @@ import numpy as np
 from rlcore.errors import ConfigError
 from rlcore.hparams import SCALARS, HParams
 from rlcore.pbt import METHODS, RESAMPLE, Explore
+from runtime.config.algo import sweepable_names
 from runtime.config.fields import ALGO, PBT_FIELDS, SWEEPABLE, hparams_of
 from runtime.config.sweep import agent_tags, num_agents, swept, with_values
 
@@ -120,17 +121,19 @@ def check_structure(config) -> None:
         _require(field in pbt, f"pbt.{field}", "is missing")
 
 
-def check(config, agents: int, check_value: Callable[[object, str], None]) -> None:
+def check(config, agents: int, check_value: Callable[[object, str], None],
+          num_updates: int) -> None:
     """The pbt fields' rules (each checked whether or not PBT is on), then, where it is
-    on, the rules that read the population: ``agents`` (the mode's agents per program);
-    ``check_value(config, name)`` is validation's check of a field by its rule."""
+    on, the rules that read the population: ``agents`` (the mode's agents per program),
+    ``num_updates`` (the run's, ``runtime.config.validation.derive``); ``check_value(config,
+    name)`` is validation's check of a field by its rule."""
     pbt = config.pbt
     _check_numbers(pbt)
     _require(pbt.statistic in STATISTICS, "pbt.statistic",
              f"must be one of {', '.join(STATISTICS)}, got {pbt.statistic!r}")
     _require(pbt.method in METHODS, "pbt.method",
              f"must be one of {', '.join(METHODS)}, got {pbt.method!r}")
-    _check_explore(pbt)
+    _check_explore(config)
     for side in ("low", "high"):
         given = pbt[side]
         _require(isinstance(given, (tuple, list)) and all(_is_finite(v) for v in given),
@@ -142,6 +145,10 @@ def check(config, agents: int, check_value: Callable[[object, str], None]) -> No
              f"{pbt.fraction} of {agents} agent{'s' * (agents != 1)} copies none; "
              "population-based training needs agents (num_seeds x sweep variants, Anakin) "
              "of which at least one copies")
+    _require(pbt.interval <= num_updates, "pbt.interval",
+             f"{pbt.interval} is longer than the run ({num_updates} update"
+             f"{'s' * (num_updates != 1)}), so no agent would ever copy: at most "
+             f"{num_updates}, or a larger total_env_steps")
     if pbt.statistic == "eval":
         _require(config.eval_every and pbt.interval % config.eval_every == 0,
                  "pbt.statistic", f"eval needs an evaluation at every exploit: eval_every "
@@ -160,15 +167,17 @@ def _check_numbers(pbt) -> None:
              "pbt.factors", f"must be a non-empty tuple of numbers > 0, got {factors!r}")
 
 
-def _check_explore(pbt) -> None:
-    """``explore``: a non-empty tuple of distinct sweepable fields."""
-    explore = pbt.explore
+def _check_explore(config) -> None:
+    """``explore``: a non-empty tuple of distinct sweepable fields, an algorithm's own float
+    hyperparameters (``algo.NAME``) included, as a sweep takes them."""
+    explore = config.pbt.explore
     _require(isinstance(explore, (tuple, list)) and len(explore) > 0
              and all(isinstance(k, str) for k in explore), "pbt.explore",
              f"must be a non-empty tuple of sweepable fields, got {explore!r}")
+    takes = SWEEPABLE + sweepable_names(config)
     for k in explore:
-        _require(k in SWEEPABLE, "pbt.explore",
-                 f"{k!r} is not a sweepable field; sweepable fields: {', '.join(SWEEPABLE)}")
+        _require(k in takes, "pbt.explore",
+                 f"{k!r} is not a sweepable field; sweepable fields: {', '.join(takes)}")
     _require(len(set(explore)) == len(explore), "pbt.explore",
              f"names a field twice: {explore!r}")
 
@@ -192,7 +201,8 @@ def _check_bounds(config, check_value) -> None:
     for k, lo, hi in zip(names(config), low, high):
         if k not in pbt.explore:
             continue
-        for side, v in (("low", lo), ("high", hi)):
+        # An own float takes any finite number (as a sweep's values); a field, its rule's.
+        for side, v in (() if k.startswith(ALGO) else (("low", lo), ("high", hi))):
             try:
                 check_value(with_values(config, {k: v}), k)
             except ConfigError as e:

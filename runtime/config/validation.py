@@ -24,7 +24,7 @@ from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
-from rlcore.imports import is_import_path
+from rlcore.imports import colon_hint, is_import_path
 from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
@@ -130,6 +130,9 @@ class ModeChecks:
       devices_used: ``(config, num_shards, num_processes) -> local devices`` the run
         computes on (CPU devices share the host's RAM).
       host_memory: the mode's host buffers, or None.
+      check_before_join: the mode's checks of the process fields (``num_processes``)
+        against its own, before ``jax.distributed`` starts (a peer never waits on a
+        refusal of process 0; docs/design.md, "Validation").
       default_lag: ``config -> lag`` where ``policy_lag`` is -1 (Anakin 0; Sebulba its
         pipeline's, None for async); read through ``policy_lag``.
       keeps_lagged_params: whether its device state keeps ``policy_lag`` copies of the
@@ -144,6 +147,7 @@ class ModeChecks:
     rollout_values: bool
     devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
     host_memory: HostMemory | None = None
+    check_before_join: Callable[[ml_collections.ConfigDict], None] = lambda config: None
     default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
     keeps_lagged_params: bool = False
 
@@ -273,7 +277,7 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_sweep(config, shards, mode.check_env_id)
-    pbt.check(config, mode.num_agents(config), check_field)
+    pbt.check(config, mode.num_agents(config), check_field, derive(config).num_updates)
     # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
     _validate_network(config, mode.env_spec(config.env_id))
     return shards
@@ -426,7 +430,8 @@ def check_field(config, name: str) -> None:
     elif isinstance(rule, Choice):
         require(isinstance(value, str) and (value in rule.options
                                             or (rule.imports and is_import_path(value))),
-                name, f"must be {rule.text()}, got {shown(value)}")
+                name, f"must be {rule.text()}, got {shown(value)}"
+                f"{colon_hint(value) if rule.imports else ''}")
     elif isinstance(rule, Flag):
         require(isinstance(value, bool), name, f"must be true or false, got {shown(value)}")
     elif isinstance(rule, Text):

@@ -14,8 +14,8 @@ import json
 import os
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import RESUMABLE_CHANGES  # fields a resume may change
-from runtime.config.saved import check_version, upgrade_saved
+from runtime.config.fields import ALGO, RESUMABLE_CHANGES  # fields a resume may change
+from runtime.config.saved import check_version, upgrade_saved, version_of
 from runtime.config.validation import derive
 from runtime.run import files as run_files
 
@@ -52,17 +52,12 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
     with open(path) as f:
         saved = json.load(f)
     check_version(saved, path)
+    version = version_of(saved)
     saved = upgrade_saved(saved)  # an older run's config under today's fields
     now = json.loads(config.to_json_best_effort())
-    changed = sorted(k for k in set(saved) | set(now)
-                     if k not in RESUMABLE_CHANGES | {"total_env_steps"}
-                     and saved.get(k) != now.get(k))
+    changed = changed_fields(saved, now, RESUMABLE_CHANGES | {"total_env_steps"})
     if changed:
-        k = changed[0]
-        raise ConfigError(
-            f"{k}: the checkpoint in {workdir} was made with {saved.get(k)!r}, not "
-            f"{now.get(k)!r}; resume with the same value, use a new --workdir, or pass "
-            f"--fresh to move the previous run aside and start over")
+        raise refusal(workdir, version, *changed[0])
     old_total = saved.get("total_env_steps")
     if old_total is None or old_total == now.get("total_env_steps"):
         return None
@@ -73,6 +68,56 @@ def check_same_config(workdir: str, config, total: int, steps_per_update: int,
             f"({newest_step * steps_per_update:,} env steps); give at least that "
             f"many to continue it, or pass --fresh to start over")
     return int(old_total)
+
+
+ABSENT = object()  # a field one of the two configs lacks
+SHOWN_CHARS = 60  # of a value in a refusal's line
+
+
+def changed_fields(saved: dict, now: dict, may_change=frozenset(),
+                   prefix: str = "") -> list[tuple[str, object, object]]:
+    """``[(dotted field, saved value, value now)]`` of the fields that differ between two
+    configs as JSON, sorted; a sub-config's by its own fields (``algo.dpo_alpha``,
+    ``pbt.interval``), not as a whole. ``may_change``: top-level fields left out."""
+    out = []
+    for k in sorted(set(saved) | set(now)):
+        was, given = saved.get(k, ABSENT), now.get(k, ABSENT)
+        if k in may_change or was == given:
+            continue
+        if isinstance(was, dict) and isinstance(given, dict):
+            out += changed_fields(was, given, prefix=f"{prefix}{k}.")
+        else:
+            out.append((prefix + k, was, given))
+    return out
+
+
+def refusal(workdir: str, version: int, field: str, was, given) -> ConfigError:
+    """The one line of a resume refused for ``field`` (``changed_fields``' first), saved
+    as ``was``, now ``given``, in a run of format ``version``: a field one side lacks (but
+    an algorithm's own) is the version's doing, which no value given can mend."""
+    fresh = "or pass --fresh to move the previous run aside and start over"
+    if not field.startswith(ALGO) and given is ABSENT:
+        return ConfigError(
+            f"{field}: {workdir} was written by another podracer-rl (run format {version}) "
+            f"with a field this version does not have ({field}={_shown(was)}), so this "
+            f"version cannot continue it; continue it with that version, {fresh}")
+    if not field.startswith(ALGO) and was is ABSENT:
+        return ConfigError(
+            f"{field}: {workdir} was written by an older podracer-rl (run format {version}) "
+            f"without this field, and this version has no value that continues it; continue "
+            f"it with that version, {fresh}")
+    return ConfigError(
+        f"{field}: the checkpoint in {workdir} was made with {_shown(was)}, not "
+        f"{_shown(given)}; resume with the same value, use a new --workdir, {fresh}")
+
+
+def _shown(value) -> str:
+    """A value of a refused resume's line: its repr, cut to ``SHOWN_CHARS``; ``no value``
+    for a field the config lacks."""
+    if value is ABSENT:
+        return "no value"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
 def check_files(workdir: str, config) -> None:

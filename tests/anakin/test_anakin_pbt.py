@@ -157,3 +157,33 @@ def test_a_kill_and_the_same_command_give_the_uninterrupted_history(tmp_path):
     assert read_history(str(killed)) == read_history(str(full))
     assert [h["update"] for h in read_history(str(full))] == [3, 3, 6, 6, 9, 9, 12, 12, 15,
                                                               15, 18, 18, 21, 21, 24, 24]
+
+
+def test_a_population_explores_an_algorithms_own_hyperparameter(tmp_path):
+    """``--config.pbt.explore=algo.dpo_alpha,`` (the docs' comma form) on the DPO example
+    (examples/gridworld/dpo.py) with bounds and no sweep: the run trains, each exploit
+    changes the copier's ``algo.dpo_alpha`` within the bounds, and every line's
+    ``hparam/algo.dpo_alpha`` is the value the history gave that agent."""
+    workdir = tmp_path / "own"
+    env = dict(entry_env(), PYTHONPATH=os.pathsep.join([os.path.join(REPO, "examples"), REPO]))
+    proc = subprocess.run([
+        sys.executable, "-m", "anakin.main", "--config=configs/cartpole_ppo.py",
+        "--config.algorithm=gridworld.dpo:DPO", f"--config.total_env_steps={16 * 32 * 6}",
+        "--config.num_envs=16", "--config.num_steps=32", "--config.log_every=1",
+        "--config.num_seeds=4", "--config.pbt.interval=2", "--config.pbt.explore=algo.dpo_alpha,",
+        "--config.pbt.low=0.5,", "--config.pbt.high=4.0,", f"--workdir={workdir}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((workdir / "config.json").read_text())["pbt"]["explore"] == [
+        "algo.dpo_alpha"]
+    history, rows = read_history(str(workdir)), read_metrics(str(workdir))
+    assert [h["update"] for h in history] == [2, 4, 6]
+    assert all(0.5 <= h["new"]["algo.dpo_alpha"] <= 4.0 for h in history)
+    assert any(h["new"]["algo.dpo_alpha"] != 2.0 for h in history)
+    for r in rows:
+        want = 2.0  # DPO's default
+        for h in history:
+            if h["update"] < r["update"] and h["target"] == r["seed"]:
+                want = h["new"]["algo.dpo_alpha"]
+        assert r["hparam/algo.dpo_alpha"] == pytest.approx(want), (r["update"], r["seed"])
+    assert rows[-1]["episode_return"] is not None

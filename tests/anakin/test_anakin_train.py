@@ -207,10 +207,13 @@ def test_one_vs_four_devices(algorithm, lag):
     ("--config.nope.deeper=3", "nope"),
     ("--config.policy_lag=-2", "policy_lag"),
     ("--config.pbt.interval=5", "pbt.fraction"),  # one agent: nobody to copy
+    ("--config.pbt.interval=1000 --config.num_seeds=4 --config.pbt.low=1e-4, "
+     "--config.pbt.high=1e-3,", "pbt.interval"),  # longer than the run's 976 updates
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("anakin.main",
-                     ["--config=configs/cartpole_ppo.py", override, f"--workdir={tmp_path}"])
+                     ["--config=configs/cartpole_ppo.py", *override.split(),
+                      f"--workdir={tmp_path}"])
     assert proc.returncode == 2, proc.stderr
     lines = config_error_lines(proc.stderr)
     assert len(lines) == 1 and f"config error: {field}:" in lines[0], proc.stderr

@@ -168,7 +168,10 @@ BAD = [
     _row("anakin", "pbt.explore", ("gamma", "gamma"), "names a field twice"),
     _row("anakin", "pbt.factors", (0.8, -1.0), "must be a non-empty tuple of numbers > 0"),
     _row("anakin", "pbt.interval", 5, "0.25 of 1 agent copies none", field="pbt.fraction"),
-    _row("sebulba", "pbt.interval", 5, "0.25 of 1 agent copies none", field="pbt.fraction"),
+    _row("sebulba", "pbt.interval", 5, "population-based training is Anakin's"),
+    _row("anakin", "pbt.interval", 13, "13 is longer than the run (12 updates), so no agent "
+         "would ever copy", also={"num_seeds": 4, "sweep.learning_rate": (1e-3, 1e-4),
+                                  "total_env_steps": 4 * 128 * 12}),
     _row("anakin", "pbt.statistic", "eval", "eval needs an evaluation at every exploit",
          also={"num_seeds": 4, "sweep.learning_rate": (1e-3, 1e-4), "pbt.interval": 5}),
     _row("anakin", "pbt.interval", 5, "learning_rate is not swept", also={"num_seeds": 4},

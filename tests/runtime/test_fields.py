@@ -151,6 +151,58 @@ def test_a_run_saved_before_policy_lag_resumes_at_its_lag(tmp_path):
         check_same_config(str(tmp_path), lagged, 10, 1, 0)
 
 
+@pytest.mark.parametrize("field, value, line", [
+    ("pbt.interval", 7, "pbt.interval: the checkpoint in {w} was made with 0, not 7; "),
+    ("algo.dpo_alpha", 3.0, "algo.dpo_alpha: the checkpoint in {w} was made with 2.0, not "
+                            "3.0; "),
+    ("sweep.learning_rate", tuple(float(i) for i in range(40)),
+     "sweep.learning_rate: the checkpoint in {w} was made with [], not [0.0, 1.0, 2.0, 3.0, "
+     "4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, ...; "),
+])
+def test_a_refused_resume_names_the_dotted_field_and_its_two_values(tmp_path, field, value,
+                                                                    line):
+    """A field of a sub-config that changed is named by its dotted path with its two
+    values (long ones cut), in one short line, not as the whole sub-config."""
+    from rlcore.errors import ConfigError
+    from runtime.run.resume import check_same_config
+
+    saved = base.get_config()
+    with saved.unlocked():
+        saved.algo = {"dpo_alpha": 2.0, "dpo_beta": 0.6}
+    (tmp_path / "config.json").write_text(saved.to_json())
+    now = ml_collections.ConfigDict(saved.to_dict())
+    parent, _, key = field.rpartition(".")
+    now[parent][key] = value
+    with pytest.raises(ConfigError) as e:
+        check_same_config(str(tmp_path), now, 10, 1, 0)
+    message = str(e.value)
+    assert message.startswith(line.format(w=tmp_path)) and "\n" not in message
+    assert len(message) < 300 + len(str(tmp_path))
+
+
+@pytest.mark.parametrize("edit, line", [
+    (lambda saved: saved.update(frame_skip=4), "frame_skip: {w} was written by another "
+     "podracer-rl (run format 1) with a field this version does not have (frame_skip=4), so "
+     "this version cannot continue it; "),
+    (lambda saved: saved.pop("num_minibatches"), "num_minibatches: {w} was written by an "
+     "older podracer-rl (run format 1) without this field, and this version has no value "
+     "that continues it; "),
+])
+def test_a_run_an_older_version_wrote_that_cannot_be_continued_says_so(tmp_path, edit, line):
+    """A saved field today's fields lack, or one of today's the file lacks (with no
+    ``ADDED`` value): one line saying that the version is why, not a value to give."""
+    from rlcore.errors import ConfigError
+    from runtime.run.resume import check_same_config
+
+    saved = base.get_config().to_dict()
+    edit(saved)
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(ConfigError) as e:
+        check_same_config(str(tmp_path), base.get_config(), 10, 1, 0)
+    assert str(e.value).startswith(line.format(w=tmp_path)) and "\n" not in str(e.value)
+    assert len(str(e.value)) < 300 + len(str(tmp_path))
+
+
 # ----------------------------------------------------------------------------- records and page
 
 

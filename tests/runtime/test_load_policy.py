@@ -211,6 +211,32 @@ def test_bad_input_is_one_line(tmp_path, anakin_run, sebulba_run):
     assert _one_line(anakin_run, agent="1") == "agent: must be an int, got '1'"
 
 
+def test_a_torn_checkpoint_is_one_error_and_nothing_on_stderr(tmp_path, anakin_run):
+    """Its data file cut in half: each of 10 loads raises the one-line error, and the
+    tracebacks of the read's late I/O callbacks (tensorstore finishing after orbax's
+    event loop closed, on other threads) go to the details file, not to stderr."""
+    import shutil
+
+    workdir = tmp_path / "torn"
+    shutil.copytree(anakin_run, workdir)
+    step = max(int(d) for d in os.listdir(workdir / "checkpoints") if d.isdigit())
+    data = workdir / "checkpoints" / str(step) / "default" / "d"
+    for f in data.iterdir():
+        f.write_bytes(f.read_bytes()[:f.stat().st_size // 2])
+    script = ("import runtime\n"
+              "for _ in range(10):\n"
+              "    try:\n"
+              f"        runtime.load_policy({str(workdir)!r})\n"
+              "    except Exception as e:\n"
+              "        print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 10, proc.stderr[-2000:]
+    assert all(ln.startswith(f"workdir: checkpoint {workdir}/checkpoints/{step} ") for ln in lines)
+    assert proc.stderr == ""
+
+
 def test_import_runtime_imports_no_jax():
     """``runtime.load_policy`` loads on first use: ``import runtime`` alone starts no JAX."""
     code = ("import sys, runtime; assert 'jax' not in sys.modules, 'jax'; "

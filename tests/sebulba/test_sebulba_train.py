@@ -228,6 +228,7 @@ def test_nan_rewards_fail_the_run():
     ("--config.env_id=CartPole-v9", "env_id"),
     ("--config.num_actor_threads=-1", "num_actor_threads"),
     ("--config.policy_lag=9", "policy_lag"),
+    ("--config.pbt.interval=5", "pbt.interval"),  # population-based training is Anakin's
 ])
 def test_bad_config_exits_2_with_one_line(override, field, tmp_path):
     proc = run_entry("sebulba.main", ["--config=configs/cartpole_ppo_sebulba.py", override,
