@@ -80,9 +80,10 @@ def make_rollout_fn(env: JaxEnv, apply_fn: Callable, num_steps: int, nan_at_upda
     Returns:
       ``rollout`` taking ``roots = (action_root, env_root)`` keys, ``env_ids [B]`` global
       indices, the int ``update`` and the algorithm's ``act`` (``Algorithm.act``: the
-      distribution actions are sampled from; None: the network's); returns the new EnvCarry, a Trajectory ``[T, B]`` and an
-      EpisodeSummary of this device's envs. A recurrent agent's Trajectory holds the core
-      state at the rollout's start and the episode starts ``first [T, B]``.
+      distribution actions are sampled from; None: the network's); returns the new
+      EnvCarry, a Trajectory ``[T, B]`` and an EpisodeSummary of this device's envs. A
+      recurrent agent's Trajectory holds the core state at the rollout's start and the
+      episode starts ``first [T, B]``.
     """
     one_step = _make_step(env, apply_fn, nan_at_update, bootstrap_time_limits, over_agents,
                           reward_scaling)

@@ -23,8 +23,8 @@ from anakin.mode import MODE
 from anakin.rollout import EnvCarry, make_rollout_fn, reset_envs
 from envs import registry
 from rlcore import pbt
-from rlcore.hparams import HParams
 from rlcore.algorithms import make_algorithm
+from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for, own_state_init
 from rlcore.losses import LossMetrics
 from rlcore.networks import initial_core

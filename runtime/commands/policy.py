@@ -48,7 +48,6 @@ from rlcore.networks import initial_core
 from rlcore.policy import policy_step
 from runtime.commands import evaluation as ev
 from runtime.commands.evaluation import EvalError
-from runtime.process import failure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +251,6 @@ def load_policy(workdir: str, agent: int = 0, greedy: bool = True) -> tuple[Poli
         ``"agent: ..."``).
       ConfigError: a config this host cannot run (an env id it does not have), one line.
     """
-    failure.route_late_io_errors(failure.Details(None))  # a torn read's late callbacks
     try:
         restored = restore_saved(workdir, agent)
     except EvalError as e:

@@ -186,38 +186,6 @@ def capture(details: Details, *, console_logging: bool = False) -> None:
     logging.captureWarnings(True)
 
 
-_late_io_routed = False  # whether ``route_late_io_errors`` hooked this process
-
-
-def is_late_io_error(u) -> bool:
-    """Whether the unraisable ``u`` is a checkpoint read's late I/O callback: tensorstore
-    completing a read of orbax's after its asyncio loop closed (``RuntimeError: Event loop
-    is closed``), as a read that failed part-way leaves them, on other threads, after the
-    error was raised."""
-    return isinstance(u.exc_value, RuntimeError) and str(u.exc_value) == "Event loop is closed"
-
-
-def route_late_io_errors(details: Details) -> None:
-    """From now on, for the process's life, ``is_late_io_error`` unraisables go to
-    ``details`` and every other one to the hook that was there: a Python caller of a
-    checkpoint read (``runtime.load_policy``) gets its one-line error, not tracebacks on
-    its stderr (docs/design.md, "Exit codes"). Once per process; nothing where ``capture``
-    took the process's library output already."""
-    global _late_io_routed
-    if _late_io_routed or _captured is not None:
-        return
-    _late_io_routed = True
-    before = sys.unraisablehook
-
-    def unraisable(u):
-        if not is_late_io_error(u):
-            return before(u)
-        text = "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback))
-        details.write(f"{_stamp()} {u.err_msg or 'Exception ignored'}:\n{text}")
-
-    sys.unraisablehook = unraisable
-
-
 def quiet_console(details: Details) -> None:
     """Points stdout and stderr (file descriptors 1 and 2, so Python's streams too) at the file
     ``details`` used last, so that nothing reaches the console any more; where nothing was

@@ -26,7 +26,6 @@ import sys
 
 import jax
 import orbax.checkpoint as ocp
-from etils import epath
 
 from runtime import distributed
 from runtime.run import files as run_files
@@ -189,9 +188,9 @@ class Checkpointer:
 
     def restore_part(self, like, at: older_state.Path, step: int):
         """The part of checkpoint ``step`` at key path ``at`` (e.g. ``("learner",
-        "params")``) restored into the structure, shapes and shardings of ``like``; the rest
-        of the checkpoint is not read (orbax's partial restore). What a policy needs of a
-        train state: docs/design.md, "Evaluation".
+        "params")``) restored into the structure, shapes and sharding of ``like`` (a tree
+        on one device). What a policy needs of a train state: docs/design.md,
+        "Evaluation".
 
         Raises:
           older_state.StateMismatch: the checkpoint holds no such part, or one of another
@@ -199,16 +198,16 @@ class Checkpointer:
         """
         saved = older_state.saved_structure(self.step_path(step))
         older_state.check_part(like, older_state.subtree(saved, at), at)
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
-        for name in reversed(at):
-            abstract = {name: abstract}
-        args = jax.tree.map(lambda s: ocp.ArrayRestoreArgs(
-            sharding=s.sharding, global_shape=s.shape, dtype=s.dtype), abstract)
-        restored = ocp.PyTreeCheckpointer().restore(
-            epath.Path(self.step_path(step)) / older_state.ITEM,
-            args=ocp.args.PyTreeRestore(item=abstract, restore_args=args,
-                                        partial_restore=True))
-        return older_state.subtree(restored, at)
+        # The whole checkpoint is read (onto like's device), the part kept: orbax's own
+        # partial restore reports a torn file's late reads from tensorstore's threads
+        # straight to stderr, past every hook; the manager's restore does not.
+        sharding = jax.tree.leaves(like)[0].sharding
+        whole = jax.tree.map(lambda m: None if m is None else jax.ShapeDtypeStruct(
+            tuple(m.shape), m.dtype, sharding=sharding), saved)
+        restored = self._manager.restore(step, args=ocp.args.StandardRestore(whole))
+        part = older_state.named_leaves(older_state.subtree(restored, at))
+        return jax.tree.unflatten(jax.tree.structure(like),
+                                  [part[path] for path in older_state.named_leaves(like)])
 
     def restore_checked(self, like, step: int, at: older_state.Path | None = None):
         """``restore(like, step)`` (``at``: ``restore_part(like, at, step)``), with any
