@@ -61,7 +61,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     env = registry.make_jax_env(config.env_id, **overrides)
     renders = args.video and _renders(env)
     results, seen0, return0 = play_episodes(
-        env, network.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,
+        env, restored.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,
         args.greedy, functools.partial(initial_core, network),
         env.frame_state if renders else None)
     frames = []

@@ -9,6 +9,8 @@ the same keys.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -16,6 +18,21 @@ from rlcore.distributions import Distribution
 from rlcore.networks import step_network
 from rlcore.seeding import per_env_keys
 from rlcore.types import ApplyFn, CoreState, Params, PRNGKey
+
+
+def acting_apply(apply_fn: ApplyFn, act: Callable[[Distribution, jax.Array], Distribution],
+                 update: int) -> ApplyFn:
+    """``apply_fn`` whose distribution is ``act(dist, update)`` (an algorithm's
+    ``Algorithm.act`` at update ``update``: what its rollouts sampled from then), the rest
+    of its output (value, core state) as it is. Its mode is the greedy action wherever
+    ``act`` keeps the network's argmax (sampling; epsilon-greedy below 1)."""
+    at = jnp.int32(update)
+
+    def apply(params: Params, *args: Any) -> Any:
+        dist, *rest = apply_fn(params, *args)
+        return (act(dist, at), *rest)
+
+    return apply
 
 
 def select_actions(dist: Distribution, keys: PRNGKey, greedy: bool) -> jax.Array:

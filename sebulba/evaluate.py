@@ -75,7 +75,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
                         num_threads=config.env_threads, **overrides)
     try:
         device = jax.local_devices()[0]
-        policy = make_host_policy(network.apply, device, args.greedy,
+        policy = make_host_policy(restored.apply, device, args.greedy,
                                   EvaluateRoots.from_seed(config.seed).action,
                                   functools.partial(initial_core, network))
         capture = None

@@ -167,8 +167,9 @@ def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
     assert 2 <= newest < 12
     saved = json.loads((killed / "checkpoints" / str(newest) / "default" / "_METADATA")
                        .read_text())["tree_metadata"]
-    assert "('extra', 'ring', 'data', 'obs')" in saved and any(
-        k.startswith("('extra', 'target', 'params'") for k in saved)  # the own state
+    own = [k for k in saved if "'extra', " in k]  # Anakin's under its learner state
+    assert any(k.endswith("'extra', 'ring', 'data', 'obs')") for k in own) and any(
+        "'extra', 'target', 'params'" in k for k in own), own
     other = tmp_path / ("whole" if module == "anakin.main" else "copy")
     if module == "sebulba.main":
         shutil.copytree(killed, other)
@@ -181,3 +182,26 @@ def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
     reference = reproducible_part(read_metrics(other))
     assert [r["update"] for r in reference] == list(range(1, 13))
     assert [resumed[r["update"]] for r in reference] == reference
+
+
+def test_a_restored_q_learner_samples_its_own_exploration_and_acts_greedily(tmp_path):
+    """``load_policy`` of a ReplayQ run (epsilon 0.5 from the first update on): sampled
+    actions are epsilon-greedy at the run's last update (about a quarter of 4,000 rows
+    away from the greedy one, of 2 actions), greedy ones the argmax of its Q-values."""
+    import jax.numpy as jnp
+
+    import runtime
+
+    config = _anakin(total_env_steps=16 * 32 * 2, updates_per_call=2)
+    config.algo.epsilon_start, config.algo.epsilon_end = 0.5, 0.5
+    train(config, str(tmp_path), mesh=data_mesh(jax.devices()[:1]))
+    greedy, params = runtime.load_policy(str(tmp_path))
+    sampled, _ = runtime.load_policy(str(tmp_path), greedy=False)
+    obs = jax.random.normal(jax.random.key(1), (4000, 4)) * 0.1
+    best = np.asarray(greedy(params, obs, None))
+    drawn = np.asarray(sampled(params, obs, jax.random.key(2)))
+    assert 0.2 < float(np.mean(drawn != best)) < 0.3
+    from envs.registry import env_spec
+    from runtime.config.agent import network
+    q = network(config, env_spec(config.env_id, "anakin")).apply(params, obs)[0].logits
+    np.testing.assert_array_equal(best, np.asarray(jnp.argmax(q, axis=-1)))

@@ -87,6 +87,9 @@ class Restored:
 
     Attributes:
       network: the agent's network (``runtime.config.agent.network``).
+      apply: the network's apply whose distribution is the one the run's rollouts
+        sampled from at update ``step`` (``rlcore.policy.acting_apply`` of the algorithm's
+        ``act``: epsilon-greedy for a Q-learner); its mode is the greedy action.
       params: that agent's params, without an agent axis.
       spec: the EnvSpec the network was built for (``obs_shape``, ``action_shape``).
       step: the update of the checkpoint restored.
@@ -95,6 +98,7 @@ class Restored:
     """
 
     network: Any
+    apply: Any
     params: Any
     spec: Any
     step: int

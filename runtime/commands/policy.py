@@ -44,8 +44,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlcore.algorithms import make_algorithm
 from rlcore.networks import initial_core
-from rlcore.policy import policy_step
+from rlcore.policy import acting_apply, policy_step
 from runtime.commands import evaluation as ev
 from runtime.commands.evaluation import EvalError
 
@@ -120,11 +121,14 @@ def act(apply_fn: Callable, obs_shape: tuple[int, ...], greedy: bool, params, ob
     return drop(action), jax.tree.map(drop, core)
 
 
-def make_policy(network, obs_shape: tuple[int, ...], greedy: bool) -> Policy:
+def make_policy(network, obs_shape: tuple[int, ...], greedy: bool,
+                apply_fn: Callable | None = None) -> Policy:
     """The ``Policy`` of ``network`` (an agent's network of ``runtime.config.agent``) on
-    observations ``obs_shape``."""
+    observations ``obs_shape``, acting with ``apply_fn`` (``Restored.apply``; None: the
+    network's own apply)."""
     cores = functools.partial(initial_core, network)
-    fn = jax.jit(functools.partial(act, network.apply, tuple(obs_shape), greedy))
+    apply_fn = network.apply if apply_fn is None else apply_fn
+    fn = jax.jit(functools.partial(act, apply_fn, tuple(obs_shape), greedy))
     return Policy(act=fn, obs_shape=tuple(obs_shape), recurrent=cores(1) is not None,
                   initial_core=cores, greedy=greedy)
 
@@ -137,10 +141,11 @@ def saved_mode(workdir: str) -> str:
       EvalError: the checkpoint's tree does not read, or is neither mode's train state.
     """
     from runtime.run import files as run_files
-    from runtime.run.checkpoint import Checkpointer, short_reason, step_dir
+    from runtime.run.checkpoint import Checkpointer, drop_late_read_errors, short_reason, step_dir
     from runtime.run.older_state import saved_structure
 
     path = step_dir(run_files.checkpoints_dir(workdir), Checkpointer.finished_steps(workdir)[-1])
+    drop_late_read_errors()  # a torn file's metadata read leaves late callbacks too
     try:
         tree = saved_structure(path)
     except Exception as e:  # noqa: BLE001 - orbax and tensorstore raise many types
@@ -201,6 +206,7 @@ def restore_agent(config, workdir: str, agent: int, spec, mode: str) -> ev.Resto
         params of this config's network, in one line.
     """
     from runtime.config.agent import network as agent_network
+    from runtime.config.fields import hparams_of
     from runtime.config.sweep import agent_tags
 
     tags = agent_tags(config)
@@ -211,8 +217,9 @@ def restore_agent(config, workdir: str, agent: int, spec, mode: str) -> ev.Resto
     if len(tags) > 1:
         params = jax.tree.map(lambda x: x[agent], params)
     seed, agent_text = described(tags, agent)
-    return ev.Restored(network=network, params=params, spec=spec, step=step, seed=seed,
-                       agent=agent_text)
+    behaviour = make_algorithm(hparams_of(config)).act
+    return ev.Restored(network=network, apply=acting_apply(network.apply, behaviour, step),
+                       params=params, spec=spec, step=step, seed=seed, agent=agent_text)
 
 
 def restore_saved(workdir: str, agent: int) -> ev.Restored:
@@ -255,4 +262,5 @@ def load_policy(workdir: str, agent: int = 0, greedy: bool = True) -> tuple[Poli
         restored = restore_saved(workdir, agent)
     except EvalError as e:
         raise EvalError(str(e).removeprefix("--")) from None
-    return make_policy(restored.network, restored.spec.obs_shape, greedy), restored.params
+    return (make_policy(restored.network, restored.spec.obs_shape, greedy, restored.apply),
+            restored.params)

@@ -26,6 +26,7 @@ import sys
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
 
 from runtime import distributed
 from runtime.run import files as run_files
@@ -82,7 +83,7 @@ def short_reason(error: BaseException, root: str | None = None) -> str:
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS - 3] + "..."
 
 
-def _drop_closed_loop_errors() -> None:
+def drop_late_read_errors() -> None:
     """From now on, drops the ``RuntimeError('Event loop is closed')`` that tensorstore's
     reads still pending when a restore failed raise as they complete (orbax has closed the
     restore's event loop by then): through ``sys.unraisablehook`` each would print a
@@ -188,9 +189,9 @@ class Checkpointer:
 
     def restore_part(self, like, at: older_state.Path, step: int):
         """The part of checkpoint ``step`` at key path ``at`` (e.g. ``("learner",
-        "params")``) restored into the structure, shapes and sharding of ``like`` (a tree
-        on one device). What a policy needs of a train state: docs/design.md,
-        "Evaluation".
+        "params")``) restored into the structure, shapes and shardings of ``like``; the rest
+        of the checkpoint is not read (orbax's partial restore). What a policy needs of a
+        train state: docs/design.md, "Evaluation".
 
         Raises:
           older_state.StateMismatch: the checkpoint holds no such part, or one of another
@@ -198,16 +199,16 @@ class Checkpointer:
         """
         saved = older_state.saved_structure(self.step_path(step))
         older_state.check_part(like, older_state.subtree(saved, at), at)
-        # The whole checkpoint is read (onto like's device), the part kept: orbax's own
-        # partial restore reports a torn file's late reads from tensorstore's threads
-        # straight to stderr, past every hook; the manager's restore does not.
-        sharding = jax.tree.leaves(like)[0].sharding
-        whole = jax.tree.map(lambda m: None if m is None else jax.ShapeDtypeStruct(
-            tuple(m.shape), m.dtype, sharding=sharding), saved)
-        restored = self._manager.restore(step, args=ocp.args.StandardRestore(whole))
-        part = older_state.named_leaves(older_state.subtree(restored, at))
-        return jax.tree.unflatten(jax.tree.structure(like),
-                                  [part[path] for path in older_state.named_leaves(like)])
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+        for name in reversed(at):
+            abstract = {name: abstract}
+        args = jax.tree.map(lambda s: ocp.ArrayRestoreArgs(
+            sharding=s.sharding, global_shape=s.shape, dtype=s.dtype), abstract)
+        restored = ocp.PyTreeCheckpointer().restore(
+            epath.Path(self.step_path(step)) / older_state.ITEM,
+            args=ocp.args.PyTreeRestore(item=abstract, restore_args=args,
+                                        partial_restore=True))
+        return older_state.subtree(restored, at)
 
     def restore_checked(self, like, step: int, at: older_state.Path | None = None):
         """``restore(like, step)`` (``at``: ``restore_part(like, at, step)``), with any
@@ -219,7 +220,7 @@ class Checkpointer:
           IncompatibleCheckpoint: it is readable but not a state ``like``'s version can
             continue (another architecture's, or one that ``older_state`` cannot upgrade).
         """
-        _drop_closed_loop_errors()
+        drop_late_read_errors()
         try:
             return self.restore(like, step) if at is None else self.restore_part(like, at, step)
         except older_state.StateMismatch as e:
