@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlcore.distributions import Categorical, Distribution, distribution_for
+from rlcore.distributions import Categorical, DiagGaussian, Distribution, distribution_for
 from rlcore.errors import ConfigError
 from rlcore.imports import load_object, one_line
 from rlcore.types import ApplyFn, Array, CoreState, EnvSpec, Network, Params, PRNGKey
@@ -417,12 +417,33 @@ def check_torso(path: str, spec: EnvSpec) -> None:
         raise ConfigError(f"network: '{path}' does not trace on observations "
                           f"{spec.obs_dtype} [N, {', '.join(map(str, spec.obs_shape))}]: "
                           f"{type(e).__name__}: {one_line(e)}") from None
+    if gives_heads(out):
+        return
     shape = getattr(out, "shape", None)
     if shape is None or len(shape) != 2 or shape[0] != 2 or not jnp.issubdtype(
             out.dtype, jnp.floating):
         got = f"{out.dtype} {list(shape)}" if shape is not None else type(out).__name__
         raise ConfigError(f"network: '{path}' gives {got} for 2 observations; a torso gives "
-                          "float features [N, D]")
+                          "float features [N, D], a whole network (dist [N], value [N])")
+
+
+def gives_heads(out: Any) -> bool:
+    """Whether a network's output (arrays or shapes) is a whole network's: ``(dist,
+    value)``, a distribution of ``rlcore.distributions`` and values ``[N]``, rather than a
+    torso's features."""
+    return (isinstance(out, tuple) and len(out) == 2
+            and isinstance(out[0], (Categorical, DiagGaussian))
+            and len(getattr(out[1], "shape", ())) == 1)
+
+
+def is_whole_network(module: nn.Module, spec: EnvSpec) -> bool:
+    """Whether ``module`` (a user's, by import path) is a whole network with its own heads,
+    ``obs [N, ...] -> (dist [N], value [N])`` (``gives_heads`` of its output on 2 of
+    ``spec``'s observations, traced by ``jax.eval_shape``), used as it is; otherwise a
+    torso."""
+    obs = jax.ShapeDtypeStruct((2, *spec.obs_shape), spec.obs_dtype)
+    out = jax.eval_shape(lambda o: module.apply(module.init(jax.random.key(0), o), o), obs)
+    return gives_heads(out)
 
 
 def torso(name: str, spec: EnvSpec) -> nn.Module:
@@ -440,12 +461,17 @@ def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
     distribution: ``rlcore.distributions.distribution_for``); with ``recurrent`` ``"lstm"``
     or ``"gru"`` that network's torso in a ``RecurrentActorCritic`` whose core has
     ``hidden_size`` units. ``heads``: an algorithm's own (``Algorithm.heads``) on the
-    torso of ``name`` instead of the policy and value heads."""
+    torso of ``name`` instead of the policy and value heads. A feed-forward network of the
+    user's that gives ``(dist, value)`` itself (``is_whole_network``) is taken as it is,
+    its own heads instead of either."""
     dist = distribution_for(spec)
     if recurrent == NO_CORE and name in NETWORKS and heads is None:
         return NETWORKS[name](num_actions=spec.num_actions, distribution=dist)
     if recurrent == NO_CORE:
-        return TorsoActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
+        body = torso(name, spec)
+        if name not in NETWORKS and is_whole_network(body, spec):
+            return body  # the user's whole network, heads included
+        return TorsoActorCritic(torso=body, num_actions=spec.num_actions,
                                 distribution=dist, heads=heads)
     return RecurrentActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
                                 cell=recurrent, hidden_size=hidden_size, distribution=dist,

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import sebulba.train as sebulba_trainer
+from anakin.train import prepare as anakin_prepare
 from anakin.train import train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore.distributions import epsilon_greedy
@@ -205,3 +206,35 @@ def test_a_restored_q_learner_samples_its_own_exploration_and_acts_greedily(tmp_
     from runtime.config.agent import network
     q = network(config, env_spec(config.env_id, "anakin")).apply(params, obs)[0].logits
     np.testing.assert_array_equal(best, np.asarray(jnp.argmax(q, axis=-1)))
+
+
+WHOLE = '''
+from rlcore.networks import MLPActorCritic
+
+
+def whole_mlp(spec):
+    """The built-in MLP with its heads: a whole network, (dist, value) of observations."""
+    return MLPActorCritic(num_actions=spec.num_actions)
+'''
+
+
+def test_a_whole_network_of_your_own_goes_with_its_own_heads(tmp_path, monkeypatch):
+    """A network by import path that gives ``(dist, value)`` itself is used as it is: the
+    built-in MLP with its heads, by path, logs what ``network=mlp`` logs; a recurrent
+    agent, which needs a torso before its core, refuses it in one line."""
+    from rlcore.errors import ConfigError
+
+    (tmp_path / "wholenets.py").write_text(WHOLE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mesh = data_mesh(jax.devices()[:1])
+    rows = {}
+    for name in ("mlp", "wholenets:whole_mlp"):
+        c = cartpole_ppo.get_config()
+        c.network, c.total_env_steps, c.num_envs, c.num_steps = name, 16 * 32 * 2, 16, 32
+        c.log_every = 1
+        rows[name] = reproducible_part(train(c, None, mesh=mesh))
+    assert rows["mlp"] == rows["wholenets:whole_mlp"] and len(rows["mlp"]) == 2
+    c = cartpole_ppo.get_config()
+    c.network, c.recurrent = "wholenets:whole_mlp", "lstm"
+    with pytest.raises(ConfigError, match="^recurrent: 'wholenets:whole_mlp' is a whole network"):
+        anakin_prepare(c)

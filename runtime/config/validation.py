@@ -25,7 +25,14 @@ from rlcore.algorithms.base import AUTO, accepted_kinds
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
 from rlcore.imports import colon_hint, is_import_path
-from rlcore.networks import IMAGE_NETWORKS, NETWORKS, NO_CORE, check_torso
+from rlcore.networks import (
+    IMAGE_NETWORKS,
+    NETWORKS,
+    NO_CORE,
+    check_torso,
+    imported_torso,
+    is_whole_network,
+)
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
 from runtime.config import pbt
@@ -467,6 +474,10 @@ def _validate_network(config, spec: EnvSpec) -> None:
     (``rlcore.networks.check_torso``)."""
     if is_import_path(config.network):
         check_torso(config.network, spec)
+        require(config.recurrent == NO_CORE or not is_whole_network(
+            imported_torso(config.network, spec), spec), "recurrent",
+            f"'{config.network}' is a whole network (it gives dist and value); a recurrent "
+            "agent takes a torso (features [N, D]) before its core")
     else:
         _validate_built_in_network(config, spec)
     # Normalised observations are float32: an image network's uint8 frames are not.
