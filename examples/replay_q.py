@@ -33,7 +33,7 @@ from rlcore.errors import ConfigError
 from rlcore.learner import replay_indices
 from rlcore.losses import LossMetrics
 from rlcore.staleness import NONE
-from rlcore.types import ApplyFn, Array, ByEnv, EnvSpec, Params, PRNGKey, Trajectory
+from rlcore.types import ApplyFn, Array, ByEnv, EnvSpec, Params, PRNGKey, Trajectory, take_envs
 
 
 class QHead(nn.Module):
@@ -79,6 +79,15 @@ class QBatch:
 
     data: Transitions
     target: Params
+
+    @property
+    def obs(self) -> Array:
+        """``[S, b, *obs_shape]``: what micro-batches split (axis 1)."""
+        return self.data.obs
+
+    def take_envs(self, idx: Array) -> "QBatch":
+        """Columns ``idx [c]`` of the minibatch (a micro-batch), the same target params."""
+        return QBatch(data=take_envs(self.data, idx), target=self.target)
 
 
 def transitions_of(trajectory: Trajectory) -> Transitions:
@@ -163,7 +172,9 @@ class ReplayQ(AlgorithmBase):
                                                  params, extra.target))
 
     def split_ready(self, batch: QBatch, axis_name: str | None) -> tuple[QBatch, "ReplayQ"]:
-        raise ConfigError("microbatches: ReplayQ takes 1")
+        """As it is: the loss is a mean over equal columns, so the chunks' mean is it."""
+        del axis_name
+        return batch, self
 
     def loss(self, params: Params, apply_fn: ApplyFn, batch: QBatch,
              axis_name: str | None) -> tuple[Array, LossMetrics]:

@@ -238,3 +238,45 @@ def test_a_whole_network_of_your_own_goes_with_its_own_heads(tmp_path, monkeypat
     c.network, c.recurrent = "wholenets:whole_mlp", "lstm"
     with pytest.raises(ConfigError, match="^recurrent: 'wholenets:whole_mlp' is a whole network"):
         anakin_prepare(c)
+
+
+VARIANT = '''
+import dataclasses
+
+from rlcore import losses
+from rlcore.algorithms.ppo import PPO
+
+
+@dataclasses.dataclass(frozen=True)
+class RawAdvantagePPO(PPO):
+    """A variant that overrides loss alone: PPO's loss with its advantages normalised
+    again inside, whatever norm_adv says."""
+
+    def loss(self, params, apply_fn, batch, axis_name):
+        return losses.ppo_loss(params, apply_fn, batch, clip_eps=self.clip_eps,
+                               vf_coef=self.vf_coef, ent_coef=self.ent_coef,
+                               clip_vloss=self.clip_vloss, norm_adv=True,
+                               axis_name=axis_name, objective=self.objective())
+'''
+
+
+def test_micro_batches_keep_an_algorithms_math_or_are_refused(tmp_path, monkeypatch):
+    """A variant that overrides ``loss`` below PPO's ``split_ready`` is refused more than
+    one micro-batch in one ``microbatches`` line (its chunks would see other advantage
+    statistics); ReplayQ, whose ``split_ready`` is its loss's, logs on 2 micro-batches what
+    it logs on 1."""
+    from rlcore.errors import ConfigError
+
+    (tmp_path / "variants.py").write_text(VARIANT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    c = cartpole_ppo.get_config()
+    c.algorithm, c.num_envs, c.microbatches = "variants:RawAdvantagePPO", 16, 2
+    with pytest.raises(ConfigError, match="^microbatches: variants:RawAdvantagePPO overrides "
+                                          "loss below the class that splits it"):
+        anakin_prepare(c)
+    c.microbatches = 1
+    anakin_prepare(c)
+    mesh = data_mesh(jax.devices()[:1])
+    one, two = (train(_anakin(total_env_steps=16 * 32 * 3, microbatches=k), None, mesh=mesh)
+                for k in (1, 2))
+    assert_rows_close(one, two, tol=1e-4)

@@ -39,6 +39,18 @@ def minibatch_kind(algorithm: type[Algorithm], choice: str, recurrent: bool = Fa
     return choice
 
 
+def splits_its_loss(algorithm: type) -> bool:
+    """Whether ``algorithm``'s ``split_ready`` is its ``loss``'s: defined in the class that
+    defines ``loss``, or below it. A class that overrides ``loss`` alone (under a parent's
+    ``split_ready``, PPO's, which normalises advantages over the minibatch and runs the
+    chunks without it) could change its math under micro-batches, so ``microbatches > 1``
+    is refused for it (docs/design.md, "The algorithm protocol")."""
+    def owner(name: str) -> type:
+        return next(k for k in algorithm.__mro__ if name in vars(k))
+
+    return issubclass(owner("split_ready"), owner("loss"))
+
+
 # The types an algorithm's own hyperparameter may have (its default's type); the float
 # ones are sweepable (used in arithmetic only, so an agent's value may be traced).
 OWN_TYPES = (float, int, bool, str)

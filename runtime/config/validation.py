@@ -21,7 +21,7 @@ from typing import Callable
 import ml_collections
 
 from rlcore.algorithms import algorithm_class
-from rlcore.algorithms.base import AUTO, accepted_kinds
+from rlcore.algorithms.base import AUTO, accepted_kinds, splits_its_loss
 from rlcore.errors import ConfigError
 from rlcore.hparams import envs_per_minibatch, gradient_steps
 from rlcore.imports import colon_hint, is_import_path
@@ -392,6 +392,11 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     require(config.microbatches == AUTO_MICROBATCHES or mb_envs % config.microbatches == 0,
             "microbatches", f"{mb_envs} envs per minibatch per learner device do not split "
             f"into {config.microbatches} micro-batches")
+    require(config.microbatches in (1, AUTO_MICROBATCHES)
+            or splits_its_loss(algorithm_class(config.algorithm)), "microbatches",
+            f"{config.algorithm} overrides loss below the class that splits it "
+            f"(split_ready), so its loss on {config.microbatches} micro-batches may not be "
+            "its loss on the minibatch: set microbatches=1, or define split_ready with it")
     require(config.total_env_steps >= sizes.steps_per_update, "total_env_steps",
             f"{config.total_env_steps} is less than one update "
             f"({config.num_envs} envs x {config.num_steps} steps)")
