@@ -37,9 +37,10 @@ def enabled(config) -> bool:
 
 def names(config) -> tuple[str, ...]:
     """The hyperparameters each agent holds: the swept fields (``sweep`` order, ``algo.NAME``
-    for an algorithm's own), then the explored fields that are not swept."""
+    for an algorithm's own), then, with PBT on, the explored fields that are not swept."""
     fields = tuple(swept(config))
-    return fields + tuple(k for k in config.pbt.explore if k not in fields)
+    explored = config.pbt.explore if enabled(config) else ()
+    return fields + tuple(k for k in explored if k not in fields)
 
 
 def bounds(config) -> tuple[tuple[float, ...], tuple[float, ...]]:
