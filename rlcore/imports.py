@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 from rlcore.errors import ConfigError
+from rlcore.names import clash_hint
 
 
 def is_import_path(value: Any) -> bool:
@@ -50,8 +51,9 @@ def load_object(path: str, field: str) -> Any:
     except ModuleNotFoundError as e:
         own = e.name is None or module_name == e.name or module_name.startswith(f"{e.name}.")
         where = "" if own else f" (it imports {e.name!r}, which is missing)"
-        raise ConfigError(f"{field}: cannot import module {module_name!r} of '{path}'{where}; "
-                          "is its package installed or on PYTHONPATH?") from None
+        hint = clash_hint(module_name) or "; is its package installed or on PYTHONPATH?"
+        raise ConfigError(f"{field}: cannot import module {module_name!r} of '{path}'{where}"
+                          f"{hint}") from None
     except Exception as e:  # noqa: BLE001 - the user's module may raise anything
         raise ConfigError(f"{field}: importing {module_name!r} of '{path}' failed: "
                           f"{type(e).__name__}: {one_line(e)}") from None

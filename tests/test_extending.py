@@ -328,6 +328,51 @@ def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_pat
     assert not os.path.exists(tmp_path / "bad")
 
 
+def _own_names_dir(user_package):
+    """The user's directory as a project around the platform has it: a ``configs/`` folder
+    of YAML only (Hydra's), its own ``envs/`` and ``runtime/`` packages and a
+    ``benchmarks/`` folder, with the user's env module beside them."""
+    (user_package / "configs").mkdir()
+    (user_package / "configs" / "train.yaml").write_text("lr: 0.001\n")
+    for package in ("envs", "runtime"):
+        (user_package / package).mkdir()
+        (user_package / package / "__init__.py").write_text('"""Their own package."""\n')
+    (user_package / "envs" / "grid.py").write_text("from userenvs import Corridor  # noqa\n")
+    (user_package / "benchmarks").mkdir()
+    (user_package / "benchmarks" / "sweep.sh").write_text("echo\n")
+    return user_package
+
+
+def test_the_commands_run_from_a_directory_with_its_own_configs_and_envs(
+        user_package, tmp_path):
+    """From a directory holding its own ``configs/``, ``envs/``, ``runtime/`` and
+    ``benchmarks/`` (first on ``sys.path``, as ``python -m`` puts it), both modes train the
+    user's env by import path on a shipped config named as the docs name it, and evaluate;
+    an import path into the user's ``envs`` package says why it cannot load, in one line
+    (docs/design.md, "Installed package")."""
+    import subprocess
+    import sys
+
+    cwd = _own_names_dir(user_package)
+    env = dict(entry_env(), PYTHONPATH=REPO)
+
+    def command(module, *args):
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    for module, config in (("anakin.main", "configs/cartpole_ppo.py"),
+                           ("sebulba.main", "configs/cartpole_ppo_sebulba.py")):
+        proc = command(module, f"--config={config}", "--config.env_id=userenvs:Corridor",
+                       "--config.total_env_steps=4096", f"--workdir={tmp_path / module}")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = command("anakin.evaluate", f"--workdir={tmp_path / 'anakin.main'}", "--episodes=2")
+    assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
+    proc = command("anakin.main", "--config=configs/cartpole_ppo.py",
+                   "--config.env_id=envs.grid:Corridor", f"--workdir={tmp_path / 'bad'}")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    assert "'envs' is podracer-rl's own package" in proc.stderr
+
+
 # ----------------------------------------------------------------------------- your network
 
 
