@@ -3,6 +3,9 @@ that imports it, whatever folder of the same name comes first on ``sys.path`` (a
 ``configs/`` of YAML files, an ``envs/`` package of their own in the current directory).
 See docs/design.md, "Installed package".
 
+Also which file of a traceback is the user's (``user_frame``: neither ours nor a library's),
+the one rule the refusals of the user's code and a runtime failure's line use.
+
 Imports nothing of ours and no library, so an entry package can claim the names before
 anything else of ours is imported.
 """
@@ -68,3 +71,32 @@ def clash_hint(module_name: str) -> str:
     return (f"; {top!r} is podracer-rl's own package, so a package of yours named {top!r} "
             "cannot be imported beside it: move your module into a package with a name of "
             "your own (docs/extending.md)")
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The interpreter's own folders and its installed libraries' (ours among them where
+    installed), each ending in a separator."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return tuple(os.path.join(os.path.abspath(d), "") for d in dirs)
+
+
+def is_users_file(filename: str) -> bool:
+    """Whether a traceback frame's ``filename`` is the user's code: a file neither of this
+    project's packages (``rlcore.names``) nor of the interpreter and its libraries."""
+    if filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    ours = os.path.relpath(path, ROOT).split(os.sep)[0] in (*OURS, "tests")
+    return not ours and not path.startswith(_library_dirs())
+
+
+def user_frame(error: BaseException) -> str | None:
+    """``FILE:LINE in NAME`` of the innermost frame of the user's code (``is_users_file``)
+    that ``error`` passed through, or None (docs/design.md, "Your own code")."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_users_file(f.filename)]
+    return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else None
