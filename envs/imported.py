@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from envs.autoreset import AutoResetJaxEnv
 from envs.base import JaxEnv
 from rlcore.errors import ConfigError
-from rlcore.imports import load_object, one_line
+from rlcore.imports import load_object, refusal, short_repr, user_frame
 from rlcore.types import EnvSpec
 
 JAX_ENV_METHODS = ("reset", "step", "draw_reset", "step_drawn", "step_batch_drawn")
@@ -91,18 +91,20 @@ def _built(path: str, factory: Any, gymnax_class: bool, overrides: dict) -> Any:
     try:
         return factory() if gymnax_class else factory(**overrides)
     except TypeError as e:
+        if user_frame(e) is not None:  # raised inside the user's code, not by the call
+            raise refusal(f"env_id: building '{path}' with "
+                          f"{_arguments(overrides, gymnax_class)} raised", e) from None
         raise ConfigError(f"env_id: '{path}' could not be built with "
                           f"{_arguments(overrides, gymnax_class)}: {e}") from None
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        raise ConfigError(f"env_id: building '{path}' with "
-                          f"{_arguments(overrides, gymnax_class)} raised "
-                          f"{type(e).__name__}: {one_line(e)}") from None
+        raise refusal(f"env_id: building '{path}' with "
+                      f"{_arguments(overrides, gymnax_class)} raised", e) from None
 
 
 def _arguments(overrides: dict, gymnax_class: bool) -> str:
     if gymnax_class or not overrides:
         return "no arguments"
-    return ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+    return ", ".join(f"{k}={short_repr(v)}" for k, v in overrides.items())
 
 
 def _gymnax_class(target: Any) -> bool:
@@ -171,9 +173,8 @@ def check_shapes(path: str, env: JaxEnv) -> None:
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        raise ConfigError(f"env_id: '{path}' does not trace with its spec ({spec.obs_shape} "
-                          f"obs, {spec.action_dtype} actions): {type(e).__name__}: "
-                          f"{one_line(e)}") from None
+        raise refusal(f"env_id: '{path}' does not trace with its spec ({spec.obs_shape} "
+                      f"obs, {spec.action_dtype} actions)", e) from None
     for what, got, want in (("reset's obs", first.obs.shape, spec.obs_shape),
                             ("step's obs", step.obs.shape, spec.obs_shape),
                             ("step's reward", step.reward.shape, ()),

@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 from rlcore.errors import ConfigError
+from rlcore.names import clash_hint, user_frame
 
 
 def is_import_path(value: Any) -> bool:
@@ -50,11 +51,11 @@ def load_object(path: str, field: str) -> Any:
     except ModuleNotFoundError as e:
         own = e.name is None or module_name == e.name or module_name.startswith(f"{e.name}.")
         where = "" if own else f" (it imports {e.name!r}, which is missing)"
-        raise ConfigError(f"{field}: cannot import module {module_name!r} of '{path}'{where}; "
-                          "is its package installed or on PYTHONPATH?") from None
+        hint = clash_hint(module_name) or "; is its package installed or on PYTHONPATH?"
+        raise ConfigError(f"{field}: cannot import module {module_name!r} of '{path}'{where}"
+                          f"{hint}") from None
     except Exception as e:  # noqa: BLE001 - the user's module may raise anything
-        raise ConfigError(f"{field}: importing {module_name!r} of '{path}' failed: "
-                          f"{type(e).__name__}: {one_line(e)}") from None
+        raise refusal(f"{field}: importing {module_name!r} of '{path}' failed", e) from None
     if not hasattr(module, name):
         raise ConfigError(f"{field}: module {module_name!r} has no attribute {name!r}")
     return getattr(module, name)
@@ -81,7 +82,7 @@ def path_of(obj: Any, field: str) -> str:
         for name, value in namespace.items():
             if value is obj and name.isidentifier():
                 return f"{module}:{name}"
-    raise ConfigError(f"{field}: {type(obj).__name__} object {obj!r:.60} has no name at the "
+    raise ConfigError(f"{field}: {type(obj).__name__} object {short_repr(obj)} has no name at the "
                       "top level of a module; pass its class, or a function at the top level "
                       "that builds it")
 
@@ -90,3 +91,29 @@ def one_line(error: BaseException, limit: int = 200) -> str:
     """``error``'s message on one line, at most ``limit`` characters."""
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def short_repr(obj: Any, limit: int = 60) -> str:
+    """``repr(obj)`` on one line (its whitespace collapsed), at most ``limit`` characters."""
+    text = " ".join(repr(obj).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def refusal(head: str, error: BaseException) -> ConfigError:
+    """The refusal of the user's code that raised ``error``: ``"<head>: <Type>: <the
+    message's first line> (at FILE:LINE in NAME)"``, the frame of their code where the
+    traceback passes one, with the whole traceback as the error's ``details``, which a
+    command keeps in a file the line names (docs/design.md, "Exit codes").
+
+    Args:
+      head: the line's start, the field first (``"env_id: 'pkg.envs:Grid' does not trace"``).
+      error: what the user's code raised.
+    """
+    import traceback
+
+    first = next((ln for ln in str(error).splitlines() if ln.strip()), "")
+    message = one_line(ValueError(first)) if first else type(error).__name__
+    frame = user_frame(error)
+    at = f" (at {frame})" if frame else ""
+    return ConfigError(f"{head}: {type(error).__name__}: {message}{at}",
+                       details="".join(traceback.format_exception(error)))

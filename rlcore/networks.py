@@ -47,7 +47,7 @@ import numpy as np
 
 from rlcore.distributions import Categorical, DiagGaussian, Distribution, distribution_for
 from rlcore.errors import ConfigError
-from rlcore.imports import load_object, one_line
+from rlcore.imports import load_object, refusal
 from rlcore.types import ApplyFn, Array, CoreState, EnvSpec, Network, Params, PRNGKey
 
 
@@ -398,8 +398,7 @@ def _called(path: str, target: Any, *args: Any) -> Any:
         return target(*args)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
         given = "the env's spec" if args else "no arguments"
-        raise ConfigError(f"network: '{path}' could not be built with {given}: "
-                          f"{type(e).__name__}: {one_line(e)}") from None
+        raise refusal(f"network: '{path}' could not be built with {given}", e) from None
 
 
 def check_torso(path: str, spec: EnvSpec) -> None:
@@ -414,9 +413,8 @@ def check_torso(path: str, spec: EnvSpec) -> None:
     try:
         out = jax.eval_shape(lambda o: torso.apply(torso.init(jax.random.key(0), o), o), obs)
     except Exception as e:  # noqa: BLE001 - the user's code may raise anything
-        raise ConfigError(f"network: '{path}' does not trace on observations "
-                          f"{spec.obs_dtype} [N, {', '.join(map(str, spec.obs_shape))}]: "
-                          f"{type(e).__name__}: {one_line(e)}") from None
+        raise refusal(f"network: '{path}' does not trace on observations "
+                      f"{spec.obs_dtype} [N, {', '.join(map(str, spec.obs_shape))}]", e) from None
     if gives_heads(out):
         return
     shape = getattr(out, "shape", None)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rlcore import names
+
+names.claim()  # our package names are ours in this process (docs/design.md, "Installed package")
+
 if TYPE_CHECKING:  # no import at run time: ``import sebulba`` starts no JAX
     from typing import Unpack
 

@@ -93,6 +93,15 @@ PACKAGE = textwrap.dedent('''
         raise FileNotFoundError("maps/level1.txt is missing")
 
 
+    class Branchy(Corridor):
+        """A Python branch on a traced value: does not trace."""
+
+        def step(self, state, action, key):
+            if state.pos > 3:  # the user's line
+                action = 0
+            return super().step(state, action, key)
+
+
     class MyCartPole(CartPole):
         pass
 
@@ -245,8 +254,8 @@ def test_the_step_protocol_auto_resets_and_truncates(user_package):
      "spec says (3,)"),
     ("userenvs:NoActions", "env_id: 'userenvs:NoActions' has spec num_actions=0: must be an "
      "integer >= 1 (its action set's size)"),
-    ("userenvs:needs_a_map", "env_id: building 'userenvs:needs_a_map' with no arguments raised "
-     "FileNotFoundError: maps/level1.txt is missing"),
+    ("userenvs:needs_a_map", "env_id: building 'userenvs:needs_a_map' with no arguments "
+     "raised: FileNotFoundError: maps/level1.txt is missing (at "),
     ("userenvs.Corridor", "env_id: unknown env 'userenvs.Corridor'; did you mean "
      "'userenvs:Corridor'? (an import path puts a colon before the name: MODULE:NAME)"),
 ])
@@ -279,6 +288,66 @@ def test_a_module_whose_own_import_fails_says_which(user_package):
     with pytest.raises(ConfigError, match="^env_id: cannot import module 'broken' of "
                        "'broken:Env' \\(it imports 'not_installed_anywhere', which is missing"):
         registry.check_jax_env_id("broken:Env")
+
+
+def _line_of(text: str, marker: str) -> int:
+    """The line number of the first line of ``text`` holding ``marker``."""
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if marker in ln)
+
+
+@pytest.mark.parametrize("module, field, value, file, marker", [
+    ("anakin.main", "env_id", "userenvs:Branchy", "userenvs.py", "# the user's line"),
+    ("sebulba.main", "network", "usernets:Raises", "usernets.py", 'RuntimeError("not today")'),
+])
+def test_a_refusal_of_your_code_names_your_line_and_keeps_the_traceback(
+        user_package, tmp_path, module, field, value, file, marker):
+    """An env that does not trace, a torso that raises: one ``config error:`` line, exit 2,
+    naming the user's file and line (not the frame of ours that called it) and a file with
+    the whole traceback, written though no workdir exists yet (docs/design.md, "Exit
+    codes")."""
+    proc = run_entry(module, [f"--config.{field}={value}", f"--workdir={tmp_path / 'r'}"],
+                     env=_with(user_package), timeout_s=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    line = _line_of((user_package / file).read_text(), marker)
+    assert f"(at {user_package / file}:{line} in " in proc.stderr, proc.stderr
+    details = proc.stderr.strip().rpartition("; traceback in ")[2]
+    text = open(details).read()
+    assert "Traceback (most recent call last)" in text and f"{file}\", line {line}" in text
+    assert not os.path.exists(tmp_path / "r")
+    os.remove(details)
+
+
+def test_a_checkpoint_your_changed_network_no_longer_fits_says_so(user_package, tmp_path):
+    """A run of a torso of the user's, resumed after its width changed: the checkpoint line
+    blames the user's code by its import path, not the version."""
+    import sys
+
+    torso = NETWORKS.replace("width: int = 32", "width: int = {width}")
+    (user_package / "changing.py").write_text(torso.replace("{width}", "8"))
+    mesh = data_mesh(jax.devices()[:1])
+    config = _short("CartPole-v1", network="changing:Wide")
+    half = _short("CartPole-v1", network="changing:Wide",
+                  total_env_steps=config.total_env_steps // 2)
+    train(half, str(tmp_path / "run"), mesh=mesh)
+    (user_package / "changing.py").write_text(torso.replace("{width}", "12"))
+    sys.modules.pop("changing")
+    with pytest.raises(Exception, match="your own code \\(network=changing:Wide\\) changed "
+                       "since it was written") as e:
+        train(config, str(tmp_path / "run"), mesh=mesh)
+    assert "version" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_object_whose_repr_spans_lines_is_refused_in_one_line():
+    """A refusal that quotes a repr of several lines reads as one line."""
+    from rlcore.imports import path_of
+
+    class Tall:
+        def __repr__(self):
+            return "Tall(\n  a=1,\n  b=2)"
+
+    with pytest.raises(ConfigError) as e:
+        path_of(Tall(), "env_id")
+    assert "\n" not in str(e.value) and "Tall( a=1, b=2)" in str(e.value)
 
 
 def _short(env_id: str, **overrides):
@@ -326,6 +395,51 @@ def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_pat
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
     assert proc.stderr.startswith("config error: env_id: 'userenvs:not_an_env' gives")
     assert not os.path.exists(tmp_path / "bad")
+
+
+def _own_names_dir(user_package):
+    """The user's directory as a project around the platform has it: a ``configs/`` folder
+    of YAML only (Hydra's), its own ``envs/`` and ``runtime/`` packages and a
+    ``benchmarks/`` folder, with the user's env module beside them."""
+    (user_package / "configs").mkdir()
+    (user_package / "configs" / "train.yaml").write_text("lr: 0.001\n")
+    for package in ("envs", "runtime"):
+        (user_package / package).mkdir()
+        (user_package / package / "__init__.py").write_text('"""Their own package."""\n')
+    (user_package / "envs" / "grid.py").write_text("from userenvs import Corridor  # noqa\n")
+    (user_package / "benchmarks").mkdir()
+    (user_package / "benchmarks" / "sweep.sh").write_text("echo\n")
+    return user_package
+
+
+def test_the_commands_run_from_a_directory_with_its_own_configs_and_envs(
+        user_package, tmp_path):
+    """From a directory holding its own ``configs/``, ``envs/``, ``runtime/`` and
+    ``benchmarks/`` (first on ``sys.path``, as ``python -m`` puts it), both modes train the
+    user's env by import path on a shipped config named as the docs name it, and evaluate;
+    an import path into the user's ``envs`` package says why it cannot load, in one line
+    (docs/design.md, "Installed package")."""
+    import subprocess
+    import sys
+
+    cwd = _own_names_dir(user_package)
+    env = dict(entry_env(), PYTHONPATH=REPO)
+
+    def command(module, *args):
+        return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    for module, config in (("anakin.main", "configs/cartpole_ppo.py"),
+                           ("sebulba.main", "configs/cartpole_ppo_sebulba.py")):
+        proc = command(module, f"--config={config}", "--config.env_id=userenvs:Corridor",
+                       "--config.total_env_steps=4096", f"--workdir={tmp_path / module}")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = command("anakin.evaluate", f"--workdir={tmp_path / 'anakin.main'}", "--episodes=2")
+    assert proc.returncode == 0 and "return" in proc.stdout, proc.stderr[-2000:]
+    proc = command("anakin.main", "--config=configs/cartpole_ppo.py",
+                   "--config.env_id=envs.grid:Corridor", f"--workdir={tmp_path / 'bad'}")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    assert "'envs' is podracer-rl's own package" in proc.stderr
 
 
 # ----------------------------------------------------------------------------- your network

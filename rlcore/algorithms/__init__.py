@@ -34,7 +34,7 @@ from rlcore.algorithms.impala import Impala
 from rlcore.algorithms.ppo import PPO
 from rlcore.errors import ConfigError
 from rlcore.hparams import HParams
-from rlcore.imports import load_object
+from rlcore.imports import load_object, short_repr
 
 REGISTRY: dict[str, type[Algorithm]] = {
     "ppo": PPO,
@@ -64,8 +64,9 @@ def check_algorithm(name: str, cls) -> None:
     the protocol's class attributes and methods, its own hyperparameters with defaults of
     a type of ``OWN_TYPES``."""
     if not (inspect.isclass(cls) and dataclasses.is_dataclass(cls)):
-        raise ConfigError(f"algorithm: '{name}' gives {type(cls).__name__} {cls!r:.50}, not "
-                          "an algorithm class (a frozen dataclass, docs/extending.md)")
+        raise ConfigError(f"algorithm: '{name}' gives {type(cls).__name__} "
+                          f"{short_repr(cls, 50)}, not an algorithm class (a frozen dataclass, "
+                          "docs/extending.md)")
     missing = [a for a in (*CLASS_ATTRIBUTES, *METHODS) if not hasattr(cls, a)]
     if missing:
         raise ConfigError(f"algorithm: '{name}' lacks {', '.join(missing)} (the Algorithm "

@@ -260,7 +260,8 @@ def one_device_config(config: ml_collections.ConfigDict) -> ml_collections.Confi
 LIVE_RETRIES = 3  # reads of a newer step when a live run deleted the one being read
 
 
-def restore_latest(workdir: str, like, mode: str, at: tuple[str, ...] | None = None):
+def restore_latest(workdir: str, like, mode: str, at: tuple[str, ...] | None = None,
+                   code: tuple[str, ...] = ()):
     """The latest checkpoint of ``workdir`` restored into ``like``'s structure and
     shardings; returns ``(state, step)``. Only finished checkpoints are read, and nothing is
     written: a run may be training in ``workdir`` meanwhile.
@@ -271,13 +272,20 @@ def restore_latest(workdir: str, like, mode: str, at: tuple[str, ...] | None = N
         one at key path ``at`` (e.g. the params, ``("learner", "params")``): only that part
         is read (``Checkpointer.restore_part``).
       mode: ``"anakin"`` or ``"sebulba"``, for the error message.
+      code: the user's code the run names (``runtime.run.checkpoint.own_code``), which the
+        error blames where there is some.
 
     Raises:
       EvalError: the checkpoint did not restore into ``like`` (damaged, or not a train
         state of this mode and config, e.g. a run of the other architecture), in one line
         naming its path.
     """
-    from runtime.run.checkpoint import Checkpointer, DamagedCheckpoint, IncompatibleCheckpoint
+    from runtime.run.checkpoint import (
+        Checkpointer,
+        DamagedCheckpoint,
+        IncompatibleCheckpoint,
+        unfit_cause,
+    )
 
     ckpt = _vanishing_steps_retried(lambda: Checkpointer(workdir))
     try:
@@ -288,9 +296,10 @@ def restore_latest(workdir: str, like, mode: str, at: tuple[str, ...] | None = N
             try:
                 return ckpt.restore_checked(like, step, at), step
             except IncompatibleCheckpoint as e:
+                cause = unfit_cause(code) or ("trained by the other architecture, or by a "
+                                              "version this one cannot read?")
                 raise EvalError(f"--workdir: checkpoint {e.path} is not a {mode} train state "
-                                f"of this config ({e.reason}; trained by the other "
-                                "architecture, or by a version this one cannot read?)") from None
+                                f"of this config ({e.reason}; {cause})") from None
             except DamagedCheckpoint as e:
                 # A run training in ``workdir`` may have deleted this step (max_to_keep)
                 # while it was read: then the newest finished one is read instead.

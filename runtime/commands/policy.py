@@ -208,12 +208,13 @@ def restore_agent(config, workdir: str, agent: int, spec, mode: str) -> ev.Resto
     from runtime.config.agent import network as agent_network
     from runtime.config.fields import hparams_of
     from runtime.config.sweep import agent_tags
+    from runtime.run.checkpoint import own_code
 
     tags = agent_tags(config)
     ev.check_agent(agent, len(tags))
     network = agent_network(config, spec)
     like = params_like(network, spec, len(tags), jax.local_devices()[0])
-    params, step = ev.restore_latest(workdir, like, mode, PARAMS_AT[mode])
+    params, step = ev.restore_latest(workdir, like, mode, PARAMS_AT[mode], own_code(config))
     if len(tags) > 1:
         params = jax.tree.map(lambda x: x[agent], params)
     seed, agent_text = described(tags, agent)

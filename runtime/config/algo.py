@@ -28,6 +28,7 @@ import ml_collections
 from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import own_hyperparameters, sweepable_own
 from rlcore.errors import ConfigError
+from rlcore.imports import short_repr
 from runtime.config.fields import ALGO
 
 OWN_FLAG = re.compile(r"^--?config\.((?:sweep\.)?algo\.[A-Za-z_]\w*)=(.*)$")
@@ -106,7 +107,7 @@ def check_own(config) -> None:
     algo = config.get("algo", {})
     if not isinstance(algo, (ml_collections.ConfigDict, Mapping)):
         raise ConfigError(f"algo: must be a sub-config of the algorithm's own "
-                          f"hyperparameters, got {algo!r:.60}")
+                          f"hyperparameters, got {short_repr(algo)}")
     for name, value in algo.items():
         _known(config.algorithm, name, defaults, f"algo.{name}")
         _typed(f"algo.{name}", value, defaults[name])

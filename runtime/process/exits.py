@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from runtime.process import failure
-from runtime.process.one_line import single_line
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -96,7 +95,8 @@ def run_command(body: Callable[[], None], one_line: Sequence[OneLine] = (),
     except BaseException as e:  # noqa: BLE001 - every other outcome is mapped here
         for rule in one_line:
             if rule.matches(e):
-                print(single_line(f"{rule.prefix}: {e}"), file=sys.stderr, flush=True)
+                print(failure.one_line_report(rule.prefix, e, details), file=sys.stderr,
+                      flush=True)
                 _exit_after_line(details, rule.code)
         if details is None:
             traceback.print_exc()

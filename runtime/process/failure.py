@@ -37,14 +37,14 @@ import threading
 import time
 import traceback
 
+from rlcore.names import OURS, ROOT, user_frame
 from runtime.process.one_line import single_line
 
-# The checkout (or site-packages): three levels above runtime/process/failure.py.
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# This project's packages (and its tests, in a checkout): a frame in one of them is ours, in a
-# checkout and installed into site-packages alike (docs/design.md, "Installed package").
-OUR_PACKAGES = ("rlcore", "runtime", "envs", "anakin", "sebulba", "benchmarks", "configs",
-                "tests")
+# This project's packages (and its tests, in a checkout), in the folder that holds them: a
+# frame in one of them is ours, in a checkout and installed into site-packages alike
+# (docs/design.md, "Installed package").
+REPO = ROOT
+OUR_PACKAGES = (*OURS, "tests")
 DETAILS_FILE = "errors.log"
 MESSAGE_CHARS = 400  # the error's own text in the summary line, at most
 
@@ -337,8 +337,12 @@ def os_problem(error: BaseException) -> str | None:
 
 
 def where(error: BaseException) -> str:
-    """The innermost frame of this project's code that ``error`` passed through
-    (``runtime/run/checkpoint.py:142 in save``); the innermost frame at all when none is."""
+    """The innermost frame of the user's code that ``error`` passed through (an env,
+    network or algorithm of theirs: ``rlcore.imports.user_frame``), else of this project's
+    (``runtime/run/checkpoint.py:142 in save``); the innermost frame at all when neither is."""
+    users = user_frame(error)
+    if users is not None:
+        return users
     frames = traceback.extract_tb(error.__traceback__)
     ours = [f for f in frames if os.path.relpath(f.filename, REPO).split(os.sep)[0]
             in OUR_PACKAGES]
@@ -385,6 +389,21 @@ def report(error: BaseException, details: Details) -> str:
     text = "".join(traceback.format_exception(error))
     path = details.write(f"{_stamp()} runtime failure (exit 1):\n{text}")
     return summary_line(error, path)
+
+
+def one_line_report(prefix: str, error: BaseException, details: Details | None) -> str:
+    """The line of an error a command reports in one line (``"<prefix>: <error>"``); one
+    that carries the traceback of the user's code (``details``, e.g. a
+    ``rlcore.errors.ConfigError`` of an env of theirs that raised) writes it to ``details``
+    (a file in the temporary directory where there is none, or no workdir yet) and ends
+    with ``; traceback in <file>`` (docs/design.md, "Exit codes")."""
+    text = getattr(error, "details", None)
+    line = f"{prefix}: {error}"
+    if isinstance(text, str) and text:
+        path = (details or Details(None)).write(f"{_stamp()} {line}\n{text}")
+        if path is not None:
+            line += f"; traceback in {path}"
+    return single_line(line)
 
 
 def _stamp() -> str:

@@ -40,15 +40,45 @@ class CheckpointError(RuntimeError):
     """A run cannot resume from its checkpoints; the message is one line naming the path."""
 
 
-class IncompatibleCheckpoint(CheckpointError):
-    """Checkpoint ``step`` at ``path`` is readable but holds a train state this version
-    cannot continue, for ``reason`` (``runtime.run.older_state``): never moved aside."""
+# The config fields that may name the user's own code by import path (docs/design.md,
+# "Your own code").
+OWN_CODE_FIELDS = ("env_id", "network", "algorithm")
 
-    def __init__(self, step: int, path: str, reason: str):
+
+def own_code(config) -> tuple[str, ...]:
+    """``FIELD=PACKAGE.MODULE:NAME`` of each field of ``config`` that names the user's own
+    code (an env, network or algorithm of theirs), in ``OWN_CODE_FIELDS``' order."""
+    from rlcore.imports import is_import_path
+
+    return tuple(f"{f}={config.get(f)}" for f in OWN_CODE_FIELDS
+                 if is_import_path(config.get(f)))
+
+
+def unfit_cause(code: tuple[str, ...]) -> str:
+    """Why a readable checkpoint does not fit a run that names the user's ``code``
+    (``own_code``): that code changed since it was written; "" for a run of built-in code
+    only."""
+    if not code:
+        return ""
+    return (f"your own code ({', '.join(code)}) changed since it was written: its params' or "
+            "state's shapes no longer fit")
+
+
+class IncompatibleCheckpoint(CheckpointError):
+    """Checkpoint ``step`` at ``path`` is readable but holds a train state this run cannot
+    continue, for ``reason`` (``runtime.run.older_state``): never moved aside. ``code``:
+    the user's code the run names (``own_code``); the line then blames its change, not the
+    version (docs/design.md, "Runs outlive upgrades")."""
+
+    def __init__(self, step: int, path: str, reason: str, code: tuple[str, ...] = ()):
+        cause = unfit_cause(code)
         super().__init__(
+            f"{path} holds a train state that does not fit this run ({reason}): {cause}; "
+            "restore that code to continue or evaluate it, or pass --fresh to start over"
+            if cause else
             f"{path} holds a train state this version cannot continue ({reason}); continue "
             "or evaluate it with the version that wrote it, or pass --fresh to start over")
-        self.step, self.path, self.reason = step, path, reason
+        self.step, self.path, self.reason, self.code = step, path, reason, code
 
 
 class DamagedCheckpoint(CheckpointError):
@@ -210,9 +240,11 @@ class Checkpointer:
                                         partial_restore=True))
         return older_state.subtree(restored, at)
 
-    def restore_checked(self, like, step: int, at: older_state.Path | None = None):
+    def restore_checked(self, like, step: int, at: older_state.Path | None = None,
+                        code: tuple[str, ...] = ()):
         """``restore(like, step)`` (``at``: ``restore_part(like, at, step)``), with any
-        failure to read it as one line.
+        failure to read it as one line (``code``: the user's code the run names,
+        ``own_code``).
 
         Raises:
           DamagedCheckpoint: the checkpoint did not restore (files truncated, overwritten or
@@ -224,7 +256,7 @@ class Checkpointer:
         try:
             return self.restore(like, step) if at is None else self.restore_part(like, at, step)
         except older_state.StateMismatch as e:
-            raise IncompatibleCheckpoint(step, self.step_path(step), str(e)) from None
+            raise IncompatibleCheckpoint(step, self.step_path(step), str(e), code) from None
         except Exception as e:  # noqa: BLE001 - tensorstore/orbax raise many types
             path = self.step_path(step)
             raise DamagedCheckpoint(step, path, short_reason(e, path)) from e
@@ -249,13 +281,15 @@ class Checkpointer:
         self._manager.close()
 
 
-def restore_newest_good(ckpt: Checkpointer, fresh_state, steps: list[int], main: bool):
+def restore_newest_good(ckpt: Checkpointer, fresh_state, steps: list[int], main: bool,
+                        code: tuple[str, ...] = ()):
     """The newest of ``steps`` (oldest first) that restores into ``fresh_state``'s
     structure, as ``(state, step)``.
 
     Each newer one that did not restore is reported in one line and moved aside, only
     once an older one restored: a failure they all share moves nothing. ``main``: this is
-    the process that reports and moves.
+    the process that reports and moves; ``code``: the user's code the run names
+    (``own_code``).
 
     Raises:
       CheckpointError: none restores (all left in place).
@@ -263,7 +297,7 @@ def restore_newest_good(ckpt: Checkpointer, fresh_state, steps: list[int], main:
     damaged: list[DamagedCheckpoint] = []
     for step in reversed(steps):
         try:
-            state = ckpt.restore_checked(fresh_state, step)
+            state = ckpt.restore_checked(fresh_state, step, code=code)
         except DamagedCheckpoint as e:
             damaged.append(e)
             continue

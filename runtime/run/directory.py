@@ -29,7 +29,7 @@ from rlcore.errors import ConfigError
 from runtime import distributed
 from runtime.process import failure, signals
 from runtime.run import cadence, resume
-from runtime.run.checkpoint import Checkpointer, restore_newest_good
+from runtime.run.checkpoint import Checkpointer, own_code, restore_newest_good
 from runtime.run.console import Ticker
 from runtime.run.curves import CURVE, RETURN_LABEL, write_run_curve
 from runtime.run.files import RunTiming
@@ -136,7 +136,8 @@ class RunDir:
         may resume it; process 0 says so and drops the metrics lines past it."""
         extended_from = resume.check_same_config(self.workdir, self.config, self.total,
                                                  self.steps_per_update, steps[-1])
-        state, start = restore_newest_good(self.ckpt, fresh_state, steps, self.main)
+        state, start = restore_newest_good(self.ckpt, fresh_state, steps, self.main,
+                                           own_code(self.config))
         resume.check_not_complete(self.workdir, start, self.total, self.steps_per_update)
         if self.main:
             print(resuming_line(start), file=sys.stderr)

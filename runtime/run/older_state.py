@@ -68,11 +68,11 @@ def difference(like, saved) -> Difference:
         if leaf is None:
             continue
         if now.get(path) is None:
-            raise StateMismatch(f"it holds {_dotted(path)}, which this version's "
+            raise StateMismatch(f"it holds {_dotted(path)}, which this run's "
                                          "train state has no place for")
         if tuple(leaf.shape) != stored_shape(now[path]):
             raise StateMismatch(
-                f"its {_dotted(path)} is {list(leaf.shape)}, this version's "
+                f"its {_dotted(path)} is {list(leaf.shape)}, this run's "
                 f"{list(stored_shape(now[path]))}")
     return Difference(added=tuple(p for p in now if p not in then),
                       dropped=tuple(p for p in then if p not in now))

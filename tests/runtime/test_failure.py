@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from rlcore import names
 from runtime.process import failure
 from tests.helpers import REPO, checkpoint_steps, entry_env, run_entry
 from tests.runtime.test_checkpoint_faults import _damage
@@ -49,6 +50,7 @@ def test_our_frame_is_found_where_the_package_is_installed(tmp_path, monkeypatch
     the innermost one of our packages (relative to site-packages), not a library's."""
     site_packages = tmp_path / "lib" / "site-packages"
     monkeypatch.setattr(failure, "REPO", str(site_packages))
+    monkeypatch.setattr(names, "_library_dirs", lambda: (str(site_packages) + os.sep,))
     library = compile("def lib():\n    raise ValueError('bad')\n",
                       str(site_packages / "jax" / "core.py"), "exec")
     ours = compile("def run(lib):\n    lib()\n", str(site_packages / "runtime" / "x.py"),

@@ -149,8 +149,8 @@ def test_a_part_an_older_checkpoint_lacks_takes_its_initial_value(tmp_path):
 
 
 @pytest.mark.parametrize("fresh,reason", [
-    ({"w": "zeros3"}, "it holds extra, which this version's train state has no place for"),
-    ({"w": "zeros4", "extra": "zeros3"}, "its w is [3], this version's [4]"),
+    ({"w": "zeros3"}, "it holds extra, which this run's train state has no place for"),
+    ({"w": "zeros4", "extra": "zeros3"}, "its w is [3], this run's [4]"),
 ])
 def test_a_checkpoint_this_version_cannot_continue_is_said_so_and_kept(tmp_path, fresh, reason):
     """Not "damaged", not moved aside: one line naming the part and what to do."""
