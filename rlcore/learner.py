@@ -310,19 +310,11 @@ def minibatch_schedule(
     return idx, lambda data, mb_idx: data.take_envs(mb_idx)
 
 
-def make_update_fn(
-    algorithm: Algorithm,
-    apply_fn: ApplyFn,
-    optimizer: optax.GradientTransformation,
-    *,
-    num_epochs: int,
-    num_minibatches: int,
-    minibatch: str = SEQUENCES,
-    axis_name: str | None = None,
-    unroll: int | bool = 1,
-    microbatches: int = 1,
-    observe: Observe | None = None,
-) -> UpdateFn:
+def make_update_fn(algorithm: Algorithm, apply_fn: ApplyFn,
+                   optimizer: optax.GradientTransformation, *, num_epochs: int,
+                   num_minibatches: int, minibatch: str = SEQUENCES, axis_name: str | None = None,
+                   unroll: int | bool = 1, microbatches: int = 1,
+                   observe: Observe | None = None) -> UpdateFn:
     """Builds the update shared by Anakin and Sebulba and every algorithm: ``prepare``, its
     own state's ``remember``, the gradient steps of its ``schedule`` (None: of
     ``minibatch_schedule``) in one ``lax.scan``, then ``observe`` and ``after_update``
@@ -351,16 +343,15 @@ def make_update_fn(
       (LearnerState, LossMetrics)``, metrics averaged over steps (and devices).
     """
     gradient_step = make_gradient_step(algorithm, apply_fn, optimizer, axis_name, microbatches)
+    epochs = lambda key, trajectory: minibatch_schedule(  # noqa: E731 - the default schedule
+        key, *trajectory.reward.shape, minibatch=minibatch, num_minibatches=num_minibatches,
+        num_epochs=num_epochs, axis_name=axis_name)  # reward [T, B_local]
 
     def update(state: LearnerState, trajectory: Trajectory,
                key: PRNGKey) -> tuple[LearnerState, LossMetrics]:
         data = algorithm.prepare(state.params, apply_fn, trajectory)
         extra, source = algorithm.remember(state.extra, data, state.update)
-        own = algorithm.schedule(source, extra, key, axis_name)
-        idx, take = own if own is not None else minibatch_schedule(
-            key, *trajectory.reward.shape, minibatch=minibatch,
-            num_minibatches=num_minibatches, num_epochs=num_epochs,
-            axis_name=axis_name)  # reward [T, B_local]
+        idx, take = algorithm.schedule(source, extra, key, axis_name) or epochs(key, trajectory)
 
         def step(carry: OptCarry, mb_idx: Any) -> tuple[OptCarry, LossMetrics]:
             return gradient_step(carry, take(source, mb_idx))
