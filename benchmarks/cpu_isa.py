@@ -28,6 +28,7 @@ from benchmarks.common import file_problem, flag_checks, format_table, path_chec
 from benchmarks.figures import pyplot, save_figure
 from benchmarks.seeds import final_means
 from rlcore.errors import ConfigError
+from rlcore.numbers import readable
 from runtime.config.fields import POSITIVE, Choice, Number
 from runtime.config.xla_flags import ISA_FLAG
 from runtime.process.arguments import OneLineParser, doc_summary, str_list
@@ -147,7 +148,7 @@ def table(args, runs: dict[str, dict]) -> str:
         sps = statistics.median(runs[isa]["sps"])
         lines.append([isa, part["first"] or "-",
                       "-" if part["size"] is None else f"{part['size']:.1e}",
-                      part["returns"] or "-", f"{statistics.mean(means):.1f}",
+                      part["returns"] or "-", readable(statistics.mean(means)),
                       f"{sum(m >= args.threshold for m in means)}/{len(means)}",
                       f"{sps:,.0f}", f"{sps / ref_sps:.2f}"])
     return format_table(headers, lines)

@@ -121,7 +121,7 @@ def scores_table(name: str, records: list[dict]) -> tuple[str, str]:
 
 
 def _ci(e: tuple[float, float, float]) -> str:
-    return f"{e[0]:.1f} [{e[1]:.1f}, {e[2]:.1f}]"
+    return report.ci_text(*e)
 
 
 def verdict(best: tuple[float, float, float], pbt: tuple[float, float, float],

@@ -20,6 +20,7 @@ import sys
 
 from benchmarks.common import file_problem, flag_checks, format_table, path_check, read_rows
 from rlcore.errors import ConfigError
+from rlcore.numbers import readable
 from runtime.config.fields import POSITIVE, Number
 from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.process.paths import output_dir_problem
@@ -99,8 +100,8 @@ def main(argv=None) -> None:
     results = [run_variant(args, *v.split(":", 1)) for v in args.variant]
     headers = ["variant", "overrides", "seeds", "mean final-20%", "min", "max",
                f">= {args.threshold:g}"]
-    rows = [[r["variant"], r["overrides"], r["seeds"], f"{r['mean']:.1f}", f"{r['min']:.1f}",
-             f"{r['max']:.1f}", f"{r['reach']}/{r['seeds']}"] for r in results]
+    rows = [[r["variant"], r["overrides"], r["seeds"], readable(r["mean"]), readable(r["min"]),
+             readable(r["max"]), f"{r['reach']}/{r['seeds']}"] for r in results]
     table = format_table(headers, rows)
     common = ", ".join(args.set) or "none"
     text = (f"{args.config}, {args.seeds} seeds, common overrides: {common}\n{table}\n"

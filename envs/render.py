@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rlcore.numbers import readable
+
 MIN_FRAME_SIDE = 160  # observation frames are scaled up to at least this many pixels
 CARTPOLE_FRAME = (240, 360)  # (height, width) of the drawn CartPole frames
 PENDULUM_FRAME = 240  # side of the drawn Pendulum frames
@@ -237,6 +239,6 @@ def label_frames(frames: Sequence[np.ndarray], returns: Sequence[float] = ()) ->
       uint8 ``[H + CAPTION_HEIGHT, W, 3]`` frames, as many as ``frames``.
     """
     n = len(frames)
-    return [caption(f, f"step {k + 1}/{n}" + (f"   return {returns[k]:.1f}"
+    return [caption(f, f"step {k + 1}/{n}" + (f"   return {readable(returns[k])}"
                                               if k < len(returns) else ""))
             for k, f in enumerate(frames)]
