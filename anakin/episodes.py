@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from envs.base import JaxEnv, JaxEnvState, step_batch
+from envs.base import JaxEnv, JaxEnvState, TimeStep, step_batch
 from rlcore.networks import step_network
 from rlcore.policy import policy_step
 from rlcore.seeding import EvaluateRoots, per_env_keys
@@ -77,6 +77,14 @@ def step_first_episodes(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
     """One step of every env (auto-reset) with ``action [N]`` and ``env_keys [N]``; an env
     whose first episode ends here records its return and length. ``core``: the recurrent
     agent's state after choosing ``action`` (None: feed-forward)."""
+    return step_first_episodes_ts(env, c, action, env_keys, core)[0]
+
+
+def step_first_episodes_ts(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
+                           env_keys: jax.Array, core: CoreState | None = None
+                           ) -> tuple[FirstEpisodes, TimeStep]:
+    """``step_first_episodes`` and the step's ``TimeStep [N]`` (its ``final_obs``: the
+    observation an episode ended on, before the auto-reset)."""
     state, ts = step_batch(env, c.state, action, env_keys)
     done = ts.terminated | ts.truncated
     ended = done & ~c.finished
@@ -84,7 +92,7 @@ def step_first_episodes(env: JaxEnv, c: FirstEpisodes, action: jax.Array,
         state=state, obs=ts.obs, t=c.t + 1, finished=c.finished | ended,
         ret=jnp.where(ended, state.stats.completed_return, c.ret),
         length=jnp.where(ended, state.stats.completed_length, c.length),
-        core=core, first=None if core is None else done)
+        core=core, first=None if core is None else done), ts
 
 
 def no_core(n: int) -> None:
@@ -148,19 +156,23 @@ def make_train_eval_fn(env: JaxEnv, apply_fn: Callable, max_steps: int,
 def make_play_chunk(env: JaxEnv, apply_fn: Callable, greedy: bool, chunk: int = CHUNK,
                     frame_of: Callable | None = None):
     """Builds jitted ``play(params, roots, carry) -> (carry, (seen0 [chunk, ...], return0
-    [chunk]))``: ``chunk`` steps of every env with the ``EvaluateRoots`` keys, what env 0
-    acted on at each step (its observation, or ``frame_of(its JaxEnvState)``) and its first
-    episode's return after it."""
+    [chunk], final0 [chunk, ...]))``: ``chunk`` steps of every env with the
+    ``EvaluateRoots`` keys, what env 0 acted on at each step (its observation, or
+    ``frame_of(its JaxEnvState)``), its first episode's return after it and the observation
+    the step reached before any auto-reset (``TimeStep.final_obs``: the episode's last at its
+    final step)."""
 
     def one_step(params, roots: EvaluateRoots, c: FirstEpisodes, _):
         ids = jnp.arange(c.finished.shape[0], dtype=jnp.int32)
         action, core = policy_step(apply_fn, params, c.obs, c.core, c.first, roots.action, c.t,
                                    greedy)
-        nxt = step_first_episodes(env, c, action, per_env_keys(roots.env, ids, c.t), core)
+        nxt, ts = step_first_episodes_ts(env, c, action, per_env_keys(roots.env, ids, c.t),
+                                         core)
         return0 = jnp.where(nxt.finished[0], nxt.ret[0], nxt.state.stats.running_return[0])
         seen0 = (c.obs[0] if frame_of is None
                  else frame_of(jax.tree.map(lambda x: x[0], c.state)))
-        return nxt, (seen0, return0)
+        final0 = jnp.asarray(ts.final_obs[0], c.obs.dtype)
+        return nxt, (seen0, return0, final0)
 
     def play(params, roots, carry: FirstEpisodes):
         return jax.lax.scan(lambda c, x: one_step(params, roots, c, x), carry, length=chunk)
@@ -186,22 +198,27 @@ def play_episodes(env: JaxEnv, apply_fn: Callable, params, roots: EvaluateRoots,
         observation (what a renderer draws, e.g. ``BraxEnv.frame_state``); None: the obs.
 
     Returns:
-      ``(EpisodeResults [N], obs0 [L, *obs_shape], return0 [L])``: env 0's observations (or
-      ``frame_of`` pytrees, leaves ``[L, ...]``) of its first episode, one per action (L =
-      its length), and its return after each action.
+      ``(EpisodeResults [N], obs0 [L + 1, *obs_shape], return0 [L])``: env 0's observations
+      of its first episode, one per action (L = its length), then the one it ended on
+      (docs/design.md, "Evaluation": a video shows the episode's last frame); with
+      ``frame_of``, its pytrees, leaves ``[L, ...]`` (a state's renderer: the state the
+      episode ended in is gone with the auto-reset); and its return after each action.
     """
     play = make_play_chunk(env, apply_fn, greedy, frame_of=frame_of)
     ids = jnp.arange(num_episodes, dtype=jnp.int32)
     carry = start_first_episodes(env, per_env_keys(roots.reset, ids), initial_core(num_episodes))
-    obs0, return0 = [], []
+    obs0, return0, final0 = [], [], []
     while True:
-        carry, (chunk_seen, chunk_ret) = play(params, roots, carry)
+        carry, (chunk_seen, chunk_ret, chunk_final) = play(params, roots, carry)
         obs0.append(jax.tree.map(np.asarray, chunk_seen))
         return0.append(np.asarray(chunk_ret, np.float64))
+        final0.append(np.asarray(chunk_final))
         if bool(jnp.all(carry.finished)):
             break
     results = EpisodeResults(returns=np.asarray(carry.ret, np.float64),
                              lengths=np.asarray(carry.length, np.int64))
     length = int(results.lengths[0])
     seen0 = jax.tree.map(lambda *xs: np.concatenate(xs)[:length], *obs0)
+    if frame_of is None:
+        seen0 = np.concatenate([seen0, np.concatenate(final0)[length - 1:length]])
     return results, seen0, np.concatenate(return0)[:length]

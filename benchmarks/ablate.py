@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import shutil
@@ -42,7 +41,10 @@ import configs
 from benchmarks import ablate_report as report
 from benchmarks import staleness_report as stale
 from benchmarks.ablate_suites import SUITES, Cell, suite_cells
+from benchmarks.common import file_problem, flag_checks, path_check
 from envs import registry
+from rlcore.errors import ConfigError
+from runtime.config.fields import ABOVE_ZERO, POSITIVE, Choice
 from runtime.config.xla_flags import FAKE_DEVICES_FLAG
 from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.process.paths import output_dir_problem
@@ -51,7 +53,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = OneLineParser(prog="python -m benchmarks.ablate", description=doc_summary(__doc__))
+    p = OneLineParser(prog="python -m benchmarks.ablate", description=doc_summary(__doc__),
+                      check=check_args)
     p.add_argument("--suite", required=True,
                    help=f"one or more of {', '.join(SUITES)}, comma-separated")
     p.add_argument("--seeds", type=int, default=3,
@@ -68,36 +71,30 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--from_csv", default="", help="runs nothing: writes the staleness "
                    "suite's report in --out from these results.csv files (comma-separated; "
                    "e.g. the parts of a study run in several sessions)")
-    args = p.parse_args(argv)
-    suites = [s for s in args.suite.split(",") if s]
-    if not suites:
-        p.exit(2, f"config error: suite: no suite named in {args.suite!r} (expected one or more "
-                  f"of {', '.join(SUITES)})\n")
-    problem = output_dir_problem(args.out)
-    if problem is not None:
-        p.exit(2, f"config error: out: {problem}; pass a directory that exists or can be "
-                  "created\n")
-    for s in suites:
-        if s not in SUITES:
-            p.exit(2, f"config error: suite: unknown '{s}' (expected {', '.join(SUITES)})\n")
-    if args.seeds < 1:
-        p.exit(2, f"config error: seeds: must be >= 1, got {args.seeds}\n")
-    if not (math.isfinite(args.budget_scale) and args.budget_scale > 0):
-        p.exit(2, f"config error: budget_scale: must be a finite number > 0, got "
-                  f"{args.budget_scale}\n")
+    return p.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The flags' rules, before any cell runs; raises ``ConfigError`` naming the flag
+    (docs/design.md, "Exit codes"). Sets ``args.suites``, ``args.cells_re`` and
+    ``args.from_csv`` (a list)."""
+    args.suites = [s for s in args.suite.split(",") if s]
+    if not args.suites:
+        raise ConfigError(f"suite: no suite named in {args.suite!r} (expected one or more of "
+                          f"{', '.join(SUITES)})")
+    flag_checks({"suite": Choice(tuple(SUITES))})(argparse.Namespace(suite=args.suites))
+    flag_checks({"seeds": POSITIVE, "budget_scale": ABOVE_ZERO, "cell_timeout_s": ABOVE_ZERO},
+                path_check("out", output_dir_problem))(args)
     try:
         args.cells_re = re.compile(args.cells)
     except re.error as e:
-        p.exit(2, f"config error: cells: not a regular expression ({e})\n")
-    args.suites = suites
+        raise ConfigError(f"cells: not a regular expression ({e})") from None
     args.from_csv = [f for f in args.from_csv.split(",") if f]
-    if args.from_csv and suites != ["staleness"]:
-        p.exit(2, "config error: from_csv: only the staleness suite's report is rebuilt from "
-                  "results.csv (the other reports plot curves the CSV does not keep)\n")
+    if args.from_csv and args.suites != ["staleness"]:
+        raise ConfigError("from_csv: only the staleness suite's report is rebuilt from "
+                          "results.csv (the other reports plot curves the CSV does not keep)")
     for f in args.from_csv:
-        if not os.path.isfile(f):
-            p.exit(2, f"config error: from_csv: no file {f}\n")
-    return args
+        path_check("from_csv", file_problem)(argparse.Namespace(from_csv=f))
 
 
 # --- running cells -------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks.figures import pyplot, save_figure
+from rlcore.numbers import readable
 from sebulba import timers
 
 FINAL_LINES = 3
@@ -238,11 +239,17 @@ def fmt(value, spec: str = ",.0f", none: str = "-") -> str:
     return format(value, spec)
 
 
+def ci_text(estimate: float, lo: float, hi: float) -> str:
+    """``estimate [lo, hi]`` (``estimate`` alone where the interval is a point), each as a
+    return reads (``rlcore.numbers.readable``)."""
+    if lo == hi:
+        return readable(estimate)
+    return f"{readable(estimate)} [{readable(lo)}, {readable(hi)}]"
+
+
 def fmt_ci(values) -> str:
     m, lo, hi = mean_ci(values)
-    if math.isnan(m):
-        return "-"
-    return f"{m:.1f}" if lo == hi else f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
+    return "-" if math.isnan(m) else ci_text(m, lo, hi)
 
 
 def reached(group_recs) -> str:

@@ -74,17 +74,22 @@ from anakin.rollout import make_rollout_fn, reset_envs
 from anakin.train import AnakinRun, prepare
 from benchmarks.common import (
     cpu_s_per_1k,
+    flag_checks,
     format_table,
     in_fresh_process,
     time_calls,
     timed,
+    validate_configs,
     xla_cpu_threads,
 )
 from envs import registry
 from envs.base import step_batch
 from rlcore.algorithms import make_algorithm
 from rlcore.learner import make_gradient_step, make_update_fn_for
+from rlcore.networks import CORES
+from runtime.config.fields import ABOVE_ZERO, NATURAL, POSITIVE, Choice
 from runtime.config.xla_flags import apply_compile_cache, apply_xla_cpu_flags, cpu_threads_for
+from runtime.process.arguments import OneLineParser, doc_summary, int_list, str_list
 
 PROFILE_HEADERS = ("part", "HLO ops", "fusions", "dots", "MFLOP", "MB accessed", "us/call")
 AGENT_HEADERS = ("agents", "envs/agent", "total env steps/s", "per agent", "x one agent",
@@ -98,28 +103,57 @@ HEADERS = ("num_envs", "XLA CPU threads", "env steps/s (random)", "train SPS",
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """Command-line flags."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--env_id", default="CartPole-v1")
-    p.add_argument("--num_envs", default="4,64,512,2048", help="comma-separated env counts")
-    p.add_argument("--num_steps", type=int, default=128)
+    """Command-line flags, checked (``check_args``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.anakin_throughput",
+                      description=doc_summary(__doc__), check=check_args)
+    p.add_argument("--env_id", default="CartPole-v1", help="an Anakin env id")
+    p.add_argument("--num_envs", type=int_list, default=[4, 64, 512, 2048],
+                   help="comma-separated env counts")
+    p.add_argument("--num_steps", type=int, default=128, help="rollout length")
     p.add_argument("--repeats", type=int, default=3,
                    help="timed calls after warm-up (halved, rounded up, above 512 envs)")
     p.add_argument("--min_env_s", type=float, default=0.5,
                    help="time the random-env scan for at least this long")
-    p.add_argument("--first_update_configs", default="cartpole_ppo,cartpole_impala",
+    p.add_argument("--first_update_configs", type=str_list,
+                   default=["cartpole_ppo", "cartpole_impala"],
                    help="configs/<name>.py whose time to first update is measured ('' = none)")
     p.add_argument("--profile_envs", type=int, default=4, help="env count of the op profile "
                    "(0: none)")
-    p.add_argument("--num_seeds", default="1,8,64,256", help="agents per program in the "
-                   "agents table ('' = none)")
+    p.add_argument("--num_seeds", type=int_list, default=[1, 8, 64, 256],
+                   help="agents per program in the agents table ('' = none)")
     p.add_argument("--agents_envs", type=int, default=4, help="envs per agent, agents table")
-    p.add_argument("--recurrent", default="lstm,gru", help="cores of the recurrent table "
-                   "('' = none)")
-    p.add_argument("--recurrent_envs", default="64,512", help="env counts, recurrent table")
+    p.add_argument("--recurrent", type=str_list, default=["lstm", "gru"],
+                   help="cores of the recurrent table ('' = none)")
+    p.add_argument("--recurrent_envs", type=int_list, default=[64, 512],
+                   help="env counts, recurrent table")
     p.add_argument("--recurrent_hidden", type=int, default=64, help="units of the core")
-    p.add_argument("--json_out", default="")
+    p.add_argument("--json_out", default="", help="also write the results here (JSON)")
     return p.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The flags' own rules, then each table's config checked as ``anakin.main`` checks it
+    (sizes, the env id); raises ``ConfigError`` naming the flag or field."""
+    from anakin.mode import MODE
+
+    flag_checks({"num_envs": POSITIVE, "num_steps": POSITIVE, "repeats": POSITIVE,
+                 "min_env_s": ABOVE_ZERO,
+                 "first_update_configs": Choice(config_names()),
+                 "profile_envs": NATURAL, "num_seeds": POSITIVE, "agents_envs": POSITIVE,
+                 "recurrent": Choice(CORES[1:]), "recurrent_envs": POSITIVE,
+                 "recurrent_hidden": POSITIVE})(args)
+    sizes = {(n, 1) for n in (*args.num_envs, *args.recurrent_envs)}
+    sizes |= {(args.agents_envs, a) for a in args.num_seeds}
+    validate_configs([bench_config(args.env_id, n, args.num_steps, a) for n, a in sorted(sizes)],
+                     MODE)
+
+
+def config_names() -> tuple[str, ...]:
+    """The names of the config files in ``configs/`` (``configs/<name>.py``)."""
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "configs")
+    return tuple(sorted(f[:-3] for f in os.listdir(folder)
+                        if f.endswith(".py") and not f.startswith("_")))
 
 
 def bench_config(env_id: str, num_envs: int, num_steps: int, num_seeds: int = 1):
@@ -439,24 +473,24 @@ def main(argv=None) -> None:
     # As ``anakin.main`` does, before JAX starts: the CPU runtime flags of the config.
     apply_xla_cpu_flags(bench_config(args.env_id, args.agents_envs, args.num_steps))
     t0 = time.perf_counter()
-    names = [n for n in args.first_update_configs.split(",") if n]
+    names = args.first_update_configs
     first = [as_run(importlib.import_module(f"configs.{n}").get_config(), first_update_s, n)
              for n in names]
     results = []
-    for n in (int(x) for x in args.num_envs.split(",")):
+    for n in args.num_envs:
         results.append(as_run(bench_config(args.env_id, n, args.num_steps), bench_size, args, n))
         results[-1].update(compile_cold_warm(args, n))
         print(f"num_envs={n} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     profile = (as_run(bench_config(args.env_id, args.profile_envs, args.num_steps), op_profile,
                       args, args.profile_envs) if args.profile_envs else [])
     agents = []
-    for a in (int(x) for x in args.num_seeds.split(",") if x):
+    for a in args.num_seeds:
         config = bench_config(args.env_id, args.agents_envs, args.num_steps, a)
         agents.append(as_run(config, agents_timing, args, a))
         print(f"agents={a} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     recurrent = []
-    for core in (x for x in args.recurrent.split(",") if x):
-        for n in (int(x) for x in args.recurrent_envs.split(",") if x):
+    for core in args.recurrent:
+        for n in args.recurrent_envs:
             config = bench_config(args.env_id, n, args.num_steps)
             recurrent.append(r := as_run(config, recurrent_timing, args, core, n))
             print(f"recurrent {core} num_envs={n} done: feed-forward "

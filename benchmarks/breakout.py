@@ -19,21 +19,40 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common import format_table, read_rows
-from runtime.process.arguments import OneLineParser
+from benchmarks.common import (
+    dir_problem,
+    file_problem,
+    flag_checks,
+    format_table,
+    path_check,
+    read_rows,
+)
+from runtime.config.fields import ABOVE_ZERO, Number
+from runtime.process.arguments import OneLineParser, doc_summary
 from sebulba import timers
 
 CONFIG = "configs/atari_ppo_2core.py"
 STAGES = timers.REPORT_ORDER
 
 
+def check_args(args) -> None:
+    """The flags' rules, before any work; raises ``ConfigError`` naming the flag
+    (docs/design.md, "Exit codes")."""
+    flag_checks({"target": Number(), "minutes": ABOVE_ZERO},
+                path_check("config", file_problem))(args)
+    if args.from_run:
+        path_check("from_run", dir_problem)(args)
+
+
 def parse_args(argv=None):
-    p = OneLineParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workdir", default="runs/breakout")
+    """Command-line flags, checked (``check_args``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.breakout", description=doc_summary(__doc__),
+                      check=check_args)
+    p.add_argument("--workdir", default="runs/breakout", help="the run's directory")
     p.add_argument("--from_run", default="", help="summarise this finished run directory")
     p.add_argument("--target", type=float, default=10.0, help="mean episode return to stop at")
     p.add_argument("--minutes", type=float, default=60.0, help="wall-clock limit")
-    p.add_argument("--config", default=CONFIG)
+    p.add_argument("--config", default=CONFIG, help="a Sebulba config file")
     return p.parse_args(argv)
 
 

@@ -7,10 +7,82 @@ import json
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+
+from rlcore.errors import ConfigError
+from runtime.config.fields import Rule
+from runtime.process.arguments import Check
+
+
+def flag_checks(rules: Mapping[str, Rule], *more: Check) -> Check:
+    """A benchmark command's check of its flags (``OneLineParser(check=...)``, run before any
+    work): each flag of ``rules`` by the config fields' rule (``runtime.config.fields``:
+    ``POSITIVE``, ``Number``, ``Choice``; each item of a list alone), then each of ``more``
+    (docs/design.md, "Exit codes")."""
+    from runtime.config.validation import check_values
+
+    def check(args) -> None:
+        check_values(vars(args), rules)
+        for other in more:
+            other(args)
+
+    return check
+
+
+def env_ids_known(flag: str, mode: str) -> Check:
+    """A check: the env id (or each of the list) of ``flag`` runs in ``mode``
+    (``envs.registry``'s ``ANAKIN`` or ``SEBULBA``, by the registry's own check, with its
+    close matches), the error naming ``flag``."""
+    def check(args) -> None:
+        from envs import registry
+
+        known = (registry.check_jax_env_id if mode == registry.ANAKIN
+                 else registry.check_host_env_id)
+        value = getattr(args, flag)
+        for env_id in value if isinstance(value, list) else [value]:
+            try:
+                known(env_id)
+            except ConfigError as e:
+                raise ConfigError(f"{flag}: {str(e).removeprefix('env_id: ')}") from None
+
+    return check
+
+
+def path_check(flag: str, problem: Callable[[str], str | None]) -> Check:
+    """A check: ``problem(value of flag)`` (e.g. ``runtime.process.paths.output_dir_problem``,
+    ``file_problem``) is None, else its words name ``flag``."""
+    def check(args) -> None:
+        said = problem(getattr(args, flag))
+        if said is not None:
+            raise ConfigError(f"{flag}: {said}")
+
+    return check
+
+
+def file_problem(path: str) -> str | None:
+    """Why ``path`` is not a file to read (None: it is)."""
+    return None if os.path.isfile(path) else f"{path} is not a file"
+
+
+def dir_problem(path: str) -> str | None:
+    """Why ``path`` is not a directory to read (None: it is)."""
+    return None if os.path.isdir(path) else f"{path} is not a directory"
+
+
+def validate_configs(configs: Sequence[Any], mode: Any) -> None:
+    """Each config checked as the training command checks it
+    (``runtime.config.validation.validate``, ``mode`` the architecture's ``ModeChecks``, on
+    this process's devices): a benchmark refuses its sizes and env before it runs;
+    raises ``ConfigError`` naming the field."""
+    from runtime.config.validation import DeviceCounts, validate
+
+    counts = DeviceCounts(devices=jax.device_count(), local_devices=jax.local_device_count(),
+                          processes=1)
+    for config in configs:
+        validate(config, mode, counts)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -22,23 +22,34 @@ import time
 import jax
 import numpy as np
 
-from benchmarks.common import format_table
+from benchmarks.common import flag_checks, format_table
 from benchmarks.memory_check import ATARI_SPEC, measured_bytes
 from rlcore.learner import init_learner_state, make_update_fn_for
-from rlcore.networks import NETWORKS
+from rlcore.networks import CONV_FORMS, IMAGE_NETWORKS, NETWORKS
 from rlcore.optim import optimizer_for
 from rlcore.types import Trajectory
-from runtime.config.fields import hparams_of
+from runtime.config.fields import NATURAL, POSITIVE, Choice, hparams_of
+from runtime.process.arguments import OneLineParser, doc_summary, int_list, str_list
+
+# The flags' rules, checked before any work (docs/design.md, "Exit codes").
+CHECK = flag_checks({"networks": Choice(IMAGE_NETWORKS), "forms": Choice(CONV_FORMS),
+                     "unrolls": NATURAL, "num_envs": POSITIVE, "num_steps": POSITIVE,
+                     "repeats": POSITIVE})
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--networks", default="impala_resnet,nature_cnn")
-    p.add_argument("--forms", default="gemm,xla")
-    p.add_argument("--unrolls", default="0,1")
-    p.add_argument("--num_envs", type=int, default=16)
-    p.add_argument("--num_steps", type=int, default=32)
-    p.add_argument("--repeats", type=int, default=3)
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line flags, checked (``CHECK``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.conv_forms", description=doc_summary(__doc__),
+                      check=CHECK)
+    p.add_argument("--networks", type=str_list, default=["impala_resnet", "nature_cnn"],
+                   help="comma-separated image networks")
+    p.add_argument("--forms", type=str_list, default=["gemm", "xla"],
+                   help=f"comma-separated, of {', '.join(CONV_FORMS)}")
+    p.add_argument("--unrolls", type=int_list, default=[0, 1],
+                   help="comma-separated update_unroll values")
+    p.add_argument("--num_envs", type=int, default=16, help="envs of the update's batch")
+    p.add_argument("--num_steps", type=int, default=32, help="rollout length")
+    p.add_argument("--repeats", type=int, default=3, help="timed updates")
     return p.parse_args(argv)
 
 
@@ -85,9 +96,9 @@ def time_update(network: str, form: str, unroll: int, args) -> tuple[float, floa
 def main(argv=None):
     args = parse_args(argv)
     rows = []
-    for network in args.networks.split(","):
-        for form in args.forms.split(","):
-            for unroll in (int(u) for u in args.unrolls.split(",")):
+    for network in args.networks:
+        for form in args.forms:
+            for unroll in args.unrolls:
                 compile_s, step_s, nbytes = time_update(network, form, unroll, args)
                 rows.append([network, form, unroll, f"{compile_s:.1f}", f"{step_s:.3f}",
                              f"{nbytes / 2**20:,.0f}"])

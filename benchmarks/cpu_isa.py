@@ -24,11 +24,14 @@ import subprocess
 import sys
 
 from benchmarks.ablate_report import steady_rate
-from benchmarks.common import format_table, read_rows
+from benchmarks.common import file_problem, flag_checks, format_table, path_check, read_rows
 from benchmarks.figures import pyplot, save_figure
 from benchmarks.seeds import final_means
+from rlcore.errors import ConfigError
+from rlcore.numbers import readable
+from runtime.config.fields import POSITIVE, Choice, Number
 from runtime.config.xla_flags import ISA_FLAG
-from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.process.arguments import OneLineParser, doc_summary, str_list
 
 # XLA's caps (xla_cpu_max_isa); "host" is none.
 ISAS = ("host", "SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX")
@@ -50,9 +53,10 @@ def host_isa(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 
 def parse_args(argv=None):
-    p = OneLineParser(prog="python -m benchmarks.cpu_isa", description=doc_summary(__doc__))
+    p = OneLineParser(prog="python -m benchmarks.cpu_isa", description=doc_summary(__doc__),
+                      check=check_args)
     p.add_argument("--config", default="configs/cartpole_ppo.py", help="an Anakin config file")
-    p.add_argument("--isas", default="host,AVX2,AVX",
+    p.add_argument("--isas", type=str_list, default=["host", "AVX2", "AVX"],
                    help=f"comma-separated, the first the reference; of {', '.join(ISAS)}")
     p.add_argument("--rounds", type=int, default=3, help="runs per set, alternating")
     p.add_argument("--seeds", type=int, default=1, help="num_seeds of each run")
@@ -63,18 +67,18 @@ def parse_args(argv=None):
     p.add_argument("--threshold", type=float, default=475.0,
                    help="a seed reaches it when its final-20%% mean is >= this")
     p.add_argument("--out", default="runs/cpu_isa", help="output directory")
-    args = p.parse_args(argv)
-    args.isas = [s.strip() for s in args.isas.split(",") if s.strip()]
-    unknown = [s for s in args.isas if s not in ISAS]
-    if unknown or len(args.isas) < 2 or len(set(args.isas)) < len(args.isas):
-        p.exit(2, f"config error: --isas: {args.isas} must be two or more distinct of "
-                  f"{', '.join(ISAS)}\n")
-    for name in ("rounds", "seeds", "total_env_steps", "timing_env_steps"):
-        if getattr(args, name) < 1:
-            p.exit(2, f"config error: --{name}: {getattr(args, name)} must be >= 1\n")
-    if not os.path.isfile(args.config):
-        p.exit(2, f"config error: --config: {args.config} is not a file\n")
-    return args
+    return p.parse_args(argv)
+
+
+def check_args(args) -> None:
+    """The flags' rules, before any run; raises ``ConfigError`` naming the flag
+    (docs/design.md, "Exit codes")."""
+    flag_checks({"isas": Choice(ISAS), "rounds": POSITIVE, "seeds": POSITIVE,
+                 "total_env_steps": POSITIVE, "timing_env_steps": POSITIVE,
+                 "threshold": Number()}, path_check("config", file_problem))(args)
+    if len(args.isas) < 2 or len(set(args.isas)) < len(args.isas):
+        raise ConfigError(f"isas: {args.isas} must be two or more distinct of "
+                          f"{', '.join(ISAS)}")
 
 
 def train(args, isa: str, workdir: str, steps: int, every_update: bool) -> None:
@@ -144,7 +148,7 @@ def table(args, runs: dict[str, dict]) -> str:
         sps = statistics.median(runs[isa]["sps"])
         lines.append([isa, part["first"] or "-",
                       "-" if part["size"] is None else f"{part['size']:.1e}",
-                      part["returns"] or "-", f"{statistics.mean(means):.1f}",
+                      part["returns"] or "-", readable(statistics.mean(means)),
                       f"{sum(m >= args.threshold for m in means)}/{len(means)}",
                       f"{sps:,.0f}", f"{sps / ref_sps:.2f}"])
     return format_table(headers, lines)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from benchmarks.aggregate import InputError, read_json
 from benchmarks.aggregate import read_metrics as read_metrics_lines
 from envs.registry import return_axis_label
+from rlcore.numbers import readable
 from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.process.exits import EXIT_BAD_INPUT
 from runtime.process.one_line import single_line
@@ -103,8 +104,8 @@ def statistic(line: Line, target: float | None) -> str:
     finals = [final_mean(c) for c in line.steps if c]
     reached = (f", {sum(f >= target for f in finals)}/{len(finals)} at >= {target:g}"
                if target is not None else "")
-    return (f"{line.label}: final-20% mean {sum(finals) / len(finals):.2f} (per agent "
-            f"{', '.join(f'{f:.1f}' for f in finals)}){reached}")
+    return (f"{line.label}: final-20% mean {readable(sum(finals) / len(finals))} (per agent "
+            f"{', '.join(readable(f) for f in finals)}){reached}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -18,9 +18,17 @@ import time
 import jax
 import jax.numpy as jnp
 
+from benchmarks.common import env_ids_known, flag_checks
 from envs import registry
 from envs.base import step_batch
 from rlcore.types import EnvSpec
+from runtime.config.fields import POSITIVE, Ints
+from runtime.process.arguments import OneLineParser, doc_summary
+
+# The flags' rules, checked before any work (docs/design.md, "Exit codes").
+CHECK = flag_checks({"num_envs": POSITIVE, "steps": POSITIVE, "repeats": POSITIVE,
+                     "lazy_reset_chunk": Ints(-1, "an integer >= -1")},
+                    env_ids_known("env_id", registry.ANAKIN))
 
 
 def random_actions(key: jax.Array, spec: EnvSpec, shape: tuple[int, ...]) -> jax.Array:
@@ -47,15 +55,21 @@ def make_run(env, num_envs: int, steps: int):
     return jax.jit(run)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env_id", required=True)
-    parser.add_argument("--num_envs", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line flags, checked (``CHECK``) before any work."""
+    parser = OneLineParser(prog="python -m benchmarks.env_steps",
+                           description=doc_summary(__doc__), check=CHECK)
+    parser.add_argument("--env_id", required=True, help="an Anakin env id")
+    parser.add_argument("--num_envs", type=int, default=64, help="envs of the batch")
+    parser.add_argument("--steps", type=int, default=100, help="env steps per call")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls")
     parser.add_argument("--lazy_reset_chunk", type=int, default=-1,
                         help="episodes drawn per pass of the lazy reset; 0 eager; -1 the env's")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     env = registry.make_jax_env(args.env_id)
     if args.lazy_reset_chunk >= 0:
         env.lazy_reset_chunk = args.lazy_reset_chunk

@@ -46,23 +46,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.common import format_table, in_fresh_process
+from benchmarks.common import env_ids_known, flag_checks, format_table, in_fresh_process
+from envs.registry import SEBULBA
+from runtime.config.fields import NATURAL, POSITIVE, Choice
+from runtime.process.arguments import OneLineParser, doc_summary, int_list, str_list
 
 MODES = ("host", "compiled", "adapter")
 HEADERS = ("env", "envs", "steps/call", "mode", "steps/s per call", "median steps/s",
            "vs host", "first call s")
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The flags' rules (the env ids by the registry's), before any work; raises
+    ``ConfigError`` naming the flag (docs/design.md, "Exit codes")."""
+    flag_checks({"num_envs": POSITIVE, "steps": POSITIVE, "repeats": POSITIVE,
+                 "modes": Choice(MODES), "num_threads": NATURAL, "check_steps": NATURAL,
+                 "seed": NATURAL}, env_ids_known("env_ids", SEBULBA))(args)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--env_ids", default="Breakout-v5,HalfCheetah-v4",
+    """Command-line flags, checked (``check_args``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.envpool_xla", description=doc_summary(__doc__),
+                      check=check_args)
+    p.add_argument("--env_ids", type=str_list, default=["Breakout-v5", "HalfCheetah-v4"],
                    help="comma-separated EnvPool ids (Atari -v5, MuJoCo -v4, CartPole-v1)")
-    p.add_argument("--num_envs", default="8,64",
+    p.add_argument("--num_envs", type=int_list, default=[8, 64],
                    help="comma-separated batch sizes (num_envs == batch_size)")
     p.add_argument("--steps", type=int, default=128, help="env steps of the batch per call")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per mode")
-    p.add_argument("--modes", default=",".join(MODES), help="comma-separated: host, "
-                   "compiled, adapter")
+    p.add_argument("--modes", type=str_list, default=list(MODES),
+                   help="comma-separated: host, compiled, adapter")
     p.add_argument("--num_threads", type=int, default=0,
                    help="EnvPool worker threads (0: EnvPool's default)")
     p.add_argument("--check_steps", type=int, default=20,
@@ -328,12 +341,11 @@ def main(argv: list[str] | None = None) -> None:
     reason = xla_available()
     if reason:
         raise SystemExit(reason)
-    modes = tuple(m for m in args.modes.split(",") if m)
-    sizes = tuple(int(n) for n in args.num_envs.split(","))
+    modes, sizes = tuple(args.modes), tuple(args.num_envs)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     print(f"{now}; {versions()}; load before {load()}")
     rows = []
-    for env_id in args.env_ids.split(","):
+    for env_id in args.env_ids:
         out = in_fresh_process(None, measure, env_id, sizes, args.steps, args.repeats, modes,
                                args.seed, args.num_threads, args.check_steps)
         print(f"{env_id}: x64 {'on' if out['x64'] else 'off'}; compiled == host over "

@@ -25,7 +25,8 @@ import runpy
 import signal
 import sys
 
-from benchmarks.common import format_table
+from benchmarks.common import dir_problem, format_table, path_check
+from runtime.process.arguments import OneLineParser, doc_summary
 from runtime.run.files import read_metrics
 from sebulba import timers
 
@@ -279,8 +280,18 @@ def determinism_line(workdir_a: str, workdir_b: str) -> str:
     return f"determinism: the runs logged {len(a)} and {len(b)} lines"
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The directories ``table`` and ``same`` read exist; raises ``ConfigError`` naming the
+    argument (docs/design.md, "Exit codes")."""
+    if args.command == "table":
+        path_check("out", dir_problem)(args)
+    for workdir in args.workdirs if args.command == "same" else ():
+        path_check("workdirs", dir_problem)(argparse.Namespace(workdirs=workdir))
+
+
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m benchmarks.gpu_check_table",
+                      description=doc_summary(__doc__), check=check_args)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("measure", help="run `python -m MODULE ARGS...`, noting device memory")
     m.add_argument("--memory_out", required=True)

@@ -20,11 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from benchmarks.common import format_table
+from benchmarks.common import flag_checks, format_table
 from rlcore import losses, returns
 from rlcore.networks import make_network
 from rlcore.types import EnvSpec, Trajectory
-from runtime.process.arguments import OneLineParser
+from runtime.config.fields import POSITIVE
+from runtime.process.arguments import OneLineParser, doc_summary
 
 ATARI = EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=18)  # full action set
 HP = dict(discount=0.99, vf_coef=0.5, ent_coef=0.01)  # Cleanba's IMPALA
@@ -96,7 +97,8 @@ def figures(grads) -> dict[str, float]:
 
 
 def main(argv=None) -> None:
-    p = OneLineParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m benchmarks.impala_scale", description=doc_summary(__doc__),
+                      check=flag_checks({"steps": POSITIVE, "envs": POSITIVE}))
     p.add_argument("--steps", type=int, default=20, help="rollout length T (Cleanba: 20)")
     p.add_argument("--envs", type=int, default=32, help="envs of the minibatch")
     args = p.parse_args(argv)

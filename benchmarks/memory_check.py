@@ -154,10 +154,13 @@ def rows(atari_envs: int = 8, atari_steps: int = 32):
 
 
 def parse_args(argv=None):
+    from benchmarks.common import flag_checks
+    from runtime.config.fields import POSITIVE
     from runtime.process.arguments import OneLineParser, doc_summary
 
     p = OneLineParser(prog="python -m benchmarks.memory_check",
-                      description=doc_summary(__doc__))
+                      description=doc_summary(__doc__),
+                      check=flag_checks({"num_envs": POSITIVE, "num_steps": POSITIVE}))
     p.add_argument("num_envs", nargs="?", type=int, default=8,
                    help="envs of the Atari learner update (default: %(default)s)")
     p.add_argument("num_steps", nargs="?", type=int, default=32,

@@ -17,14 +17,37 @@ import json
 import os
 import time
 
+from benchmarks.common import dir_problem, flag_checks, path_check
 from benchmarks.figures import pyplot
+from rlcore.errors import ConfigError
+from runtime.config.fields import Number
+from runtime.process.arguments import OneLineParser, doc_summary
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """``--target`` a number, ``--from_run`` a directory, ``--select`` ``key=number``; raises
+    ``ConfigError`` naming the flag (docs/design.md, "Exit codes")."""
+    flag_checks({"target": Number()})(args)
+    if args.from_run:
+        path_check("from_run", dir_problem)(args)
+    if args.select:
+        key, equals, value = args.select.partition("=")
+        try:
+            float(value)
+        except ValueError:
+            equals = ""
+        if not key or not equals:
+            raise ConfigError(f"select: {args.select!r} is not key=number, e.g. "
+                              "learning_rate=0.005")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workdir", default="runs/minatar_breakout")
+    """Command-line flags, checked (``check_args``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.minatar_breakout",
+                      description=doc_summary(__doc__), check=check_args)
+    p.add_argument("--workdir", default="runs/minatar_breakout", help="the run's directory")
     p.add_argument("--from_run", default="", help="plot and summarise this run directory")
-    p.add_argument("--target", type=float, default=40.0)
+    p.add_argument("--target", type=float, default=40.0, help="mean episode return to reach")
     p.add_argument("--select", default="", help="key=value: the agent of a many-agent run "
                    "to read, e.g. learning_rate=0.005")
     return p.parse_args(argv)

@@ -29,9 +29,10 @@ import time
 import numpy as np
 
 from benchmarks import ablate_report as report
-from benchmarks.common import read_rows
+from benchmarks.common import flag_checks, read_rows
 from benchmarks.figures import pyplot, save_figure
-from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.config.fields import ABOVE_ZERO, POSITIVE, Choice
+from runtime.process.arguments import OneLineParser, doc_summary, str_list
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("sweep", "pbt")
@@ -120,7 +121,7 @@ def scores_table(name: str, records: list[dict]) -> tuple[str, str]:
 
 
 def _ci(e: tuple[float, float, float]) -> str:
-    return f"{e[0]:.1f} [{e[1]:.1f}, {e[2]:.1f}]"
+    return report.ci_text(*e)
 
 
 def verdict(best: tuple[float, float, float], pbt: tuple[float, float, float],
@@ -262,10 +263,13 @@ def _section(study: Study, name: str, table: str, line: str, repeats: list[int],
 
 
 def parse_args(argv=None):
-    p = OneLineParser(prog="python -m benchmarks.pbt_study", description=doc_summary(__doc__))
+    p = OneLineParser(prog="python -m benchmarks.pbt_study", description=doc_summary(__doc__),
+                      check=flag_checks({"studies": Choice(tuple(STUDIES)), "repeats": POSITIVE,
+                                         "seeds": POSITIVE,
+                                         "scale": ABOVE_ZERO}))
     p.add_argument("--out", default="docs/ablations/pbt", help="where the report goes")
     p.add_argument("--runs", default="runs/pbt_study", help="where the programs' run dirs go")
-    p.add_argument("--studies", default="pendulum,breakout",
+    p.add_argument("--studies", type=str_list, default=["pendulum", "breakout"],
                    help=f"comma-separated, of {', '.join(STUDIES)}")
     p.add_argument("--repeats", type=int, default=3, help="programs of each kind per study")
     p.add_argument("--seeds", type=int, default=2, help="seeds per learning rate")
@@ -276,10 +280,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    names = [n for n in args.studies.split(",") if n]
-    for n in names:
-        if n not in STUDIES:
-            raise SystemExit(f"--studies: unknown study {n!r}; one of {', '.join(STUDIES)}")
+    names = args.studies
     for repeat in range(0 if args.report_only else args.repeats):
         for name in names:
             for kind in KINDS:

@@ -58,6 +58,7 @@ import types
 from typing import Any, Callable
 
 from benchmarks.common import format_table, in_fresh_process
+from rlcore.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,9 +121,26 @@ PEERS = {
 }
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """``--peer_dir`` a directory, ``--reps`` positive, ``--sizes`` of the form with positive
+    sizes; raises ``ConfigError`` naming the flag (docs/design.md, "Exit codes")."""
+    from benchmarks.common import dir_problem, flag_checks, path_check
+    from runtime.config.fields import POSITIVE
+
+    flag_checks({"reps": POSITIVE}, path_check("peer_dir", dir_problem))(args)
+    try:
+        sizes = parse_sizes(args.sizes) if args.sizes else []
+    except ValueError:
+        raise ConfigError(f"sizes: {args.sizes!r} is not ENVSxSTEPS:TOTAL_ENV_STEPS,...") from None
+    flag_checks({"sizes": POSITIVE})(argparse.Namespace(sizes=[n for s in sizes for n in s]))
+
+
 def parse_args(argv=None) -> argparse.Namespace:
-    """Command-line flags."""
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    """Command-line flags, checked (``check_args``) before any work."""
+    from runtime.process.arguments import OneLineParser, doc_summary
+
+    p = OneLineParser(prog="python -m benchmarks.peer_ppo", description=doc_summary(__doc__),
+                      check=check_args)
     p.add_argument("--peer_dir", required=True, help="the folder of the peer's script")
     p.add_argument("--peer", choices=sorted(PEERS), default="purejaxrl")
     p.add_argument("--sizes", default="",
@@ -130,7 +148,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--peer_set", action="append", default=[], metavar="KEY=VALUE",
                    help="a key of the peer's config, a Python literal (repeatable)")
     p.add_argument("--reps", type=int, default=3, help="runs of each, alternating")
-    p.add_argument("--json_out", default="")
+    p.add_argument("--json_out", default="", help="also write the rows here (JSON)")
     return p.parse_args(argv)
 
 

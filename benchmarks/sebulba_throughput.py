@@ -35,29 +35,49 @@ import os
 import threading
 import time
 
+from rlcore.errors import ConfigError
+from runtime.config.fields import POSITIVE, Choice
+from runtime.process.arguments import OneLineParser, doc_summary, str_list
 from sebulba import machine, timers
 
 SPLITS = {"shared": ((0,), (0,)), "1a+1l": ((0,), (1,)), "1a+3l": ((0,), (1, 2, 3))}
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--env_id", default="Breakout-v5")
-    p.add_argument("--network", default="impala_resnet")
+def parse_args(argv=None) -> argparse.Namespace:
+    """The flags, checked (``check_args``) before any work."""
+    p = OneLineParser(prog="python -m benchmarks.sebulba_throughput",
+                      description=doc_summary(__doc__), check=check_args)
+    p.add_argument("--env_id", default="Breakout-v5", help="a Sebulba env id")
+    p.add_argument("--network", default="impala_resnet", help="the agent's torso")
     p.add_argument("--num_envs", type=int, default=24, help="envs over all actor threads")
     p.add_argument("--num_actor_threads", type=int, default=2,
                    help="per actor device; 0 = from the machine (sebulba.machine)")
     p.add_argument("--env_threads", type=int, default=0,
                    help="EnvPool worker threads per pool (0: EnvPool's default)")
-    p.add_argument("--num_steps", type=int, default=32)
-    p.add_argument("--num_epochs", type=int, default=1)
-    p.add_argument("--num_minibatches", type=int, default=2)
+    p.add_argument("--num_steps", type=int, default=32, help="rollout length")
+    p.add_argument("--num_epochs", type=int, default=1, help="epochs per update")
+    p.add_argument("--num_minibatches", type=int, default=2, help="minibatches per epoch")
     p.add_argument("--updates", type=int, default=4, help="measured updates per split")
-    p.add_argument("--splits", default=",".join(SPLITS))
+    p.add_argument("--splits", type=str_list, default=list(SPLITS),
+                   help=f"comma-separated, of {', '.join(SPLITS)}")
     p.add_argument("--recurrent", default="", help="lstm | gru: add a row per split with "
                    "that core ('' = none)")
-    p.add_argument("--recurrent_hidden", type=int, default=256)
+    p.add_argument("--recurrent_hidden", type=int, default=256, help="units of the core")
     return p.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The flags' own rules, then each split's config checked as ``sebulba.main`` checks it
+    (sizes, the env id, the network, the split's devices); raises ``ConfigError``."""
+    from benchmarks.common import flag_checks, validate_configs
+    from sebulba.mode import MODE
+
+    flag_checks({"updates": POSITIVE, "splits": Choice(tuple(SPLITS))})(args)
+    if not args.splits:
+        raise ConfigError("splits: names no split")
+    cores = ("none", args.recurrent) if args.recurrent else ("none",)
+    validate_configs([make_config(args, split, core) for split in args.splits
+                      for core in cores], MODE)
 
 
 def make_config(args, split: str, recurrent: str = "none"):
@@ -312,7 +332,7 @@ def main(argv=None):
     table, cpu_rows, stage_rows = [], [], []
     plain = None
     cores = ("none", args.recurrent) if args.recurrent else ("none",)
-    for split in args.splits.split(","):
+    for split in args.splits:
         env = raw_env_sps(make_config(args, split))
         for core in cores:
             config = make_config(args, split, core)
@@ -323,7 +343,7 @@ def main(argv=None):
             table.append([name] + row)
             cpu_rows.append([name] + cpu)
             stage_rows.append([name] + [f"{stages.get(k, 0.0):.3f}" for k in STAGES])
-    threads = make_config(args, args.splits.split(",")[0]).num_actor_threads
+    threads = make_config(args, args.splits[0]).num_actor_threads
     print(f"{args.env_id}, {args.network}, {args.num_envs} envs x {args.num_steps} steps, "
           f"{threads} actor threads, env_threads {args.env_threads}, {args.num_epochs} epochs x "
           f"{args.num_minibatches} minibatches, {machine.usable_cores()} cores")

@@ -18,14 +18,19 @@ import os
 import subprocess
 import sys
 
-from benchmarks.common import format_table, read_rows
+from benchmarks.common import file_problem, flag_checks, format_table, path_check, read_rows
+from rlcore.errors import ConfigError
+from rlcore.numbers import readable
+from runtime.config.fields import POSITIVE, Number
 from runtime.process.arguments import OneLineParser, doc_summary
+from runtime.process.paths import output_dir_problem
 
 LAST_FRACTION = 0.2
 
 
 def parse_args(argv=None):
-    p = OneLineParser(prog="python -m benchmarks.seeds", description=doc_summary(__doc__))
+    p = OneLineParser(prog="python -m benchmarks.seeds", description=doc_summary(__doc__),
+                      check=check_args)
     p.add_argument("--config", required=True, help="an Anakin config file")
     p.add_argument("--seeds", type=int, default=10,
                    help="seeds 0..N-1, in one program (default: %(default)s)")
@@ -39,13 +44,19 @@ def parse_args(argv=None):
                    help="a seed counts as reaching it when its final-20%% mean is >= this "
                         "(default: %(default)s)")
     p.add_argument("--rerun", action="store_true", help="run variants again even if done")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def check_args(args) -> None:
+    """The flags' rules, before any run; raises ``ConfigError`` naming the flag
+    (docs/design.md, "Exit codes")."""
+    flag_checks({"seeds": POSITIVE, "threshold": Number()}, path_check("config", file_problem),
+                path_check("out", output_dir_problem))(args)
     if not args.variant:
-        p.exit(2, "config error: --variant: give at least one (e.g. --variant=base:)\n")
+        raise ConfigError("variant: give at least one (e.g. --variant=base:)")
     for v in args.variant:
         if ":" not in v or not v.split(":", 1)[0]:
-            p.exit(2, f"config error: --variant: {v!r} is not NAME:field=value,...\n")
-    return args
+            raise ConfigError(f"variant: {v!r} is not NAME:field=value,...")
 
 
 def overrides(spec: str) -> list[str]:
@@ -89,8 +100,8 @@ def main(argv=None) -> None:
     results = [run_variant(args, *v.split(":", 1)) for v in args.variant]
     headers = ["variant", "overrides", "seeds", "mean final-20%", "min", "max",
                f">= {args.threshold:g}"]
-    rows = [[r["variant"], r["overrides"], r["seeds"], f"{r['mean']:.1f}", f"{r['min']:.1f}",
-             f"{r['max']:.1f}", f"{r['reach']}/{r['seeds']}"] for r in results]
+    rows = [[r["variant"], r["overrides"], r["seeds"], readable(r["mean"]), readable(r["min"]),
+             readable(r["max"]), f"{r['reach']}/{r['seeds']}"] for r in results]
     table = format_table(headers, rows)
     common = ", ".join(args.set) or "none"
     text = (f"{args.config}, {args.seeds} seeds, common overrides: {common}\n{table}\n"

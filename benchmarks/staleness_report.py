@@ -73,7 +73,7 @@ def returns_table(scores: dict[tuple, LagScore]) -> str:
     rows: dict[tuple, list[str]] = {}
     for (env, alg, corr, lag), s in scores.items():
         row = rows.setdefault((env, alg, corr), ["-"] * len(lags) + ["", ""])
-        row[lags.index(lag)] = f"{s.iqm:.1f} [{s.low:.1f}, {s.high:.1f}]"
+        row[lags.index(lag)] = report.ci_text(s.iqm, s.low, s.high)
         row[-2:] = [f"{s.env_steps:,}", str(s.runs)]
     headers = ("env", "algorithm", "correction", *(f"lag {g}" for g in lags), "env steps",
                "runs")

@@ -126,3 +126,11 @@ class HostEnv(Protocol):
 
     def close(self) -> None:
         """Releases the env threads."""
+
+
+def keep_obs_frame(env: Any, adapter: Any) -> None:
+    """Gives ``adapter`` the ``obs_frame(obs) -> uint8 [H, W, 3]`` of the ``env`` it wraps,
+    where it has one: an env's own frames for videos pass through its adapters
+    (``envs.registry.obs_frame_fn``; docs/extending.md, "Your own env")."""
+    if callable(getattr(env, "obs_frame", None)):
+        adapter.obs_frame = env.obs_frame

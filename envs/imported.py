@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from envs.autoreset import AutoResetJaxEnv
-from envs.base import JaxEnv
+from envs.base import JaxEnv, keep_obs_frame
 from rlcore.errors import ConfigError
 from rlcore.imports import load_object, refusal, short_repr, user_frame
 from rlcore.types import EnvSpec
@@ -56,6 +56,7 @@ class StepEnvAdapter(AutoResetJaxEnv):
     def __init__(self, env: StepEnv):
         self.env = env
         self.spec = env.spec
+        keep_obs_frame(env, self)
 
     def _reset_inner(self, key: jax.Array) -> tuple[jax.Array, Any]:
         obs, state = self.env.reset(key)

@@ -36,7 +36,7 @@ import numpy as np
 
 from envs import base
 from envs.autoreset import host_initial_stats
-from envs.base import EpisodeStats, JaxEnv, JaxEnvState, TimeStep
+from envs.base import EpisodeStats, JaxEnv, JaxEnvState, TimeStep, keep_obs_frame
 
 
 def env_root_keys(root: jax.Array, env_ids: jax.Array) -> jax.Array:
@@ -128,6 +128,7 @@ class JaxHostEnv:
         if num_envs < 1:
             raise ValueError(f"num_envs: must be >= 1, got {num_envs}")
         self.spec = env.spec
+        keep_obs_frame(env, self)
         self.num_envs = int(num_envs)
         self.first_env_index = int(first_env_index)
         self.stats: EpisodeStats = host_initial_stats(self.num_envs, env.spec.episode_info)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rlcore.numbers import readable
+
 MIN_FRAME_SIDE = 160  # observation frames are scaled up to at least this many pixels
 CARTPOLE_FRAME = (240, 360)  # (height, width) of the drawn CartPole frames
 PENDULUM_FRAME = 240  # side of the drawn Pendulum frames
@@ -231,12 +233,20 @@ def obs_frame_fn(obs_shape: Sequence[int], obs_dtype: str, name: str = "",
 
 def label_frames(frames: Sequence[np.ndarray], returns: Sequence[float] = ()) -> list:
     """``frames`` with a strip above each: ``step k/L  return R``, R the return after step
-    ``k``'s action (``returns[k - 1]``; left out where not known).
+    ``k``'s action (``returns[k - 1]``; left out where not known); one frame more than
+    ``returns`` (the observation the episode ended on, after its last action) is captioned
+    ``end  return R``, R the episode's return.
 
     Returns:
       uint8 ``[H + CAPTION_HEIGHT, W, 3]`` frames, as many as ``frames``.
     """
-    n = len(frames)
-    return [caption(f, f"step {k + 1}/{n}" + (f"   return {returns[k]:.1f}"
-                                              if k < len(returns) else ""))
-            for k, f in enumerate(frames)]
+    final = bool(returns) and len(frames) == len(returns) + 1
+    n = len(frames) - final
+
+    def text(k: int) -> str:
+        if k == n:
+            return f"end   return {readable(returns[-1])}"
+        return f"step {k + 1}/{n}" + (f"   return {readable(returns[k])}"
+                                      if k < len(returns) else "")
+
+    return [caption(f, text(k)) for k, f in enumerate(frames)]

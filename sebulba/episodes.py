@@ -100,8 +100,8 @@ def play_first_episodes(env: HostEnv,
                         policy: Callable[[np.ndarray, int, np.ndarray], np.ndarray], *,
                         max_steps: int | None = None,
                         should_stop: Callable[[], bool] | None = None,
-                        capture: Callable[[np.ndarray], np.ndarray] | None = None
-                        ) -> FirstEpisodes | None:
+                        capture: Callable[[np.ndarray], np.ndarray] | None = None,
+                        capture_final: bool = True) -> FirstEpisodes | None:
     """Resets ``env`` and steps it with ``policy(obs, t, first) -> actions`` until each of its
     envs has finished one episode (or ``max_steps`` steps).
 
@@ -112,7 +112,10 @@ def play_first_episodes(env: HostEnv,
       max_steps: cap on the steps (None: until every env finished).
       should_stop: checked before every step; when it turns true the play is abandoned.
       capture: ``obs [N, ...] -> frame`` of env 0, called on the obs of each of its first
-        episode's actions (None: no frames).
+        episode's actions and on the one it ended on (``TimeStep.final_obs``: a video shows
+        the episode's last frame; docs/design.md, "Evaluation"); None: no frames.
+      capture_final: whether ``capture`` draws that last one: False for a capture that
+        renders the env's current state (``obs`` unused), gone with the auto-reset.
 
     Returns:
       FirstEpisodes, or None when ``should_stop()`` came true first.
@@ -138,8 +141,8 @@ def play_first_episodes(env: HostEnv,
         returns[ended] = env.stats.completed_return[ended]
         lengths[ended] = env.stats.completed_length[ended]
         finished |= ended
-        if capture is not None and not finished[0]:
-            frames.append(capture(obs))
+        if capture is not None and (not finished[0] or (ended[0] and capture_final)):
+            frames.append(capture(obs if not finished[0] else ts.final_obs))
     return FirstEpisodes(returns=returns, lengths=lengths, finished=finished, frames=frames,
                          frame_returns=frame_returns)
 

@@ -83,7 +83,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
             to_frame = registry.obs_frame_fn(config.env_id, registry.SEBULBA, env)
             capture = rgb_capture(env) if render else (lambda obs: to_frame(obs[0]))
         episodes = play_first_episodes(env, functools.partial(policy, restored.params),
-                                       capture=capture)
+                                       capture=capture, capture_final=not render)
     finally:
         env.close()
     header = [f"sebulba.evaluate: {config.env_id} ({library}:{name}), checkpoint at update "

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rlcore.types import EnvSpec
 
 STEP_COST = 0.02  # what a move that does not reach the goal costs
+CELL_PIXELS = 16  # a video frame's cell side (obs_frame)
 MOVES = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], jnp.int32)  # up, right, down, left
 
 
@@ -59,3 +61,13 @@ class GridWorld:
         truncated = state.time >= self.max_steps
         reward = jnp.where(reached, 1.0, -STEP_COST)
         return self.observe(state), state, reward, reached, truncated
+
+    def obs_frame(self, obs) -> np.ndarray:
+        """The video frame of one observation (docs/extending.md, "Your own env"): the grid,
+        ``CELL_PIXELS`` a cell, the agent blue and the goal green (cyan where they meet),
+        uint8 ``[size * CELL_PIXELS, size * CELL_PIXELS, 3]``."""
+        planes = np.asarray(obs) > 0.5
+        rgb = np.zeros((self.size, self.size, 3), np.uint8)
+        rgb[..., 2] = 255 * planes[..., 0]
+        rgb[..., 1] = 255 * planes[..., 1]
+        return np.repeat(np.repeat(rgb, CELL_PIXELS, axis=0), CELL_PIXELS, axis=1)

@@ -81,6 +81,7 @@ class Ints:
 
 
 POSITIVE = Ints(1, "a positive integer")
+NATURAL = Ints(0, "an integer >= 0")
 
 
 class _Phrase:
@@ -114,6 +115,9 @@ class Number:
         if self.above_zero:
             return "a number > 0"
         return "a number" + (f" >= {self.lo:g}" if self.lo is not None else "")
+
+
+ABOVE_ZERO = Number(above_zero="must be > 0, got {value}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,10 +313,10 @@ FIELDS: tuple[Field, ...] = (
                   "lr_scale)")),
         F("decoupled_max_weight", 1.0, "staleness_correction=decoupled: truncation of the "
           "importance weight pi_prox / pi_behaviour.",
-          Number(above_zero="must be > 0, got {value}")),
+          ABOVE_ZERO),
         F("filter_threshold", 0.2, "staleness_correction=filter: a sample is dropped where "
           "|pi_prox / pi_behaviour - 1| exceeds this (0.2: PPO's default clip range).",
-          Number(above_zero="must be > 0, got {value}")),
+          ABOVE_ZERO),
         F("bootstrap_time_limits", True, "A time-limit cut's value target bootstraps on the "
           "value of the episode's final observation (false: on the cut step's own value).",
           Flag()),
@@ -322,18 +326,18 @@ FIELDS: tuple[Field, ...] = (
         F("normalize_obs", False, "Normalise observations by their running mean and "
           "variance.", Flag()),
         F("normalize_obs_clip", 10.0, "Bound of a normalised observation.",
-          Number(above_zero="must be > 0, got {value}")),
+          ABOVE_ZERO),
         F("normalize_reward", False, "Scale rewards by the running std of a discounted "
           "return.", Flag()),
         F("normalize_reward_clip", 10.0, "Bound of a scaled reward.",
-          Number(above_zero="must be > 0, got {value}")),
+          ABOVE_ZERO),
     ),
     *_group(
         "Logging and checkpoints (in updates, or minutes where named)",
         F("log_every", 10, "A metrics line every this many updates.", POSITIVE,
           resumable=True),
         F("checkpoint_every", 0, "Checkpoint every this many updates; 0: only at the end and "
-          "on signals.", Ints(0, "an integer >= 0"), resumable=True),
+          "on signals.", NATURAL, resumable=True),
         F("checkpoint_every_minutes", 10.0, "Also checkpoint after the first update (Anakin: "
           "call) that ends this many minutes after the last checkpoint; 0: off.",
           NON_NEGATIVE, resumable=True),

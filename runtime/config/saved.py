@@ -8,7 +8,7 @@ A run directory written by an earlier version resumes, extends and evaluates wit
 - a field renamed since reads under its new name (``runtime.config.fields.RENAMED``);
 - a field added since (``ADDED``) reads as the value that reproduces what the older code
   did, where the file's version predates the field; the ``sweep`` sub-config, which holds a
-  key per number field, reads the added number fields as not swept;
+  key per number field, reads every number field it lacks as not swept;
 - a file written by a newer version than this one is refused in one line
   (``check_version``): its run may hold what this version cannot read.
 
@@ -23,7 +23,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import BY_NAME, PBT_FIELDS, RENAMED
+from runtime.config.fields import BY_NAME, FIELDS, PBT_FIELDS, RENAMED
 from runtime.config.sweep import is_number
 
 # The version of this rule that config.json is written under; a file without the key is 1.
@@ -78,7 +78,8 @@ def check_version(saved: Mapping[str, Any], path: str) -> None:
 def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
     """``saved`` (config.json's top-level object) as today's fields: a former name's value
     under its new name (where that is not saved too), an added field at its ``Added.value``
-    where the file predates it (a number field also in ``sweep``, not swept); without
+    where the file predates it, and every number field its ``sweep`` lacks as not swept
+    (a field added since, of ``ADDED`` or one a resume may change); without
     ``format_version``. For a file ``check_version`` passed."""
     out = dict(saved)
     version = version_of(out)
@@ -87,16 +88,17 @@ def upgrade_saved(saved: Mapping[str, Any]) -> dict[str, Any]:
         if old in out:
             value = out.pop(old)
             out.setdefault(new, value)
-    sweep = dict(out["sweep"]) if isinstance(out.get("sweep"), Mapping) else None
     for name, added in ADDED.items():
-        if version >= added.since:
-            continue
-        out.setdefault(name, copy.deepcopy(added.value))
-        if sweep is not None and is_number(added.value):
-            sweep.setdefault(name, [])
-    if sweep is not None:
-        out["sweep"] = sweep
+        if version < added.since:
+            out.setdefault(name, copy.deepcopy(added.value))
+    if isinstance(out.get("sweep"), Mapping):
+        out["sweep"] = {**{name: [] for name in SWEEP_KEYS}, **out["sweep"]}
     return out
+
+
+# The keys of ``sweep``: one per top-level number field (``runtime.config.sweep.sweep_fields``).
+# A saved sweep without one of them is from a version without that field, which swept none.
+SWEEP_KEYS = tuple(f.name for f in FIELDS if "." not in f.name and is_number(f.default))
 
 
 def with_version(config_json: Mapping[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from runtime.config.fields import (
     Int32,
     Ints,
     Number,
+    Rule,
     Text,
     renamed,
 )
@@ -427,9 +428,26 @@ def check_fields_of(config, checked_in: str) -> None:
 def check_field(config, name: str) -> None:
     """Checks the field ``name`` (dotted for a sub-config's) by its record's rule; raises
     ``ConfigError("name: ...")``."""
-    rule, value = BY_NAME[name].rule, config
+    value = config
     for part in name.split("."):
         value = value[part]
+    check_value(name, value, BY_NAME[name].rule)
+
+
+def check_values(values: Mapping, rules: Mapping[str, Rule]) -> None:
+    """Checks ``values[name]`` by ``rules[name]`` for each name of ``rules``, each item of a
+    list value alone (a command's comma-separated flag): a command's own flags checked by
+    the rules the config fields use (docs/design.md, "Exit codes"); raises
+    ``ConfigError("name: ...")``."""
+    for name, rule in rules.items():
+        value = values[name]
+        for item in value if isinstance(value, list) else [value]:
+            check_value(name, item, rule)
+
+
+def check_value(name: str, value, rule: Rule) -> None:
+    """Checks one ``value`` by ``rule`` (a field record's: ``runtime.config.fields``); raises
+    ``ConfigError("name: ...")``."""
     if isinstance(rule, Ints):
         _check_ints(name, value, rule)
     elif isinstance(rule, Int32):

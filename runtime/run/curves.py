@@ -24,7 +24,7 @@ import numpy as np
 
 from runtime.config.fields import is_swept_key
 from runtime.run import files
-from runtime.run.population import HPARAM
+from runtime.run.population import HPARAM, now_text
 
 CURVE = files.CURVE  # what a run writes into its directory as it closes
 RETURN_LABEL = "mean episode return"  # the y axis where the env says nothing more
@@ -90,11 +90,13 @@ def run_lines(rows, label: str = "") -> list[Line]:
     agents: dict[tuple, list[dict]] = {}
     for r in rows:
         agents.setdefault((tuple(r.get(k) for k in keys), r.get("seed", 0)), []).append(r)
-    lines: dict[tuple, Line] = {}
+    variants: dict[tuple, list[dict]] = {}
+    for (values, _), mine in agents.items():
+        variants.setdefault(values, []).extend(mine)
+    lines = {values: Line(variant_label(label, keys, values, mine), [], [], [], [])
+             for values, mine in variants.items()}
     for (values, seed), mine in agents.items():
-        variant = ",".join(f"{k}={v:g}" for k, v in zip(keys, values) if v is not None)
-        name = ": ".join(p for p in (label, variant) if p)
-        line = lines.setdefault(values, Line(name, [], [], []))
+        line = lines[values]
         wall = joined_wall(mine)
         kept = [(r, w) for r, w in zip(mine, wall) if r.get("episode_return") is not None]
         line.seeds.append(seed)
@@ -102,6 +104,13 @@ def run_lines(rows, label: str = "") -> list[Line]:
         line.wall.append([(w, r["episode_return"]) for r, w in kept])
         line.hparams.append(hparam_curves(mine))
     return [line for line in lines.values() if any(line.steps)]
+
+
+def variant_label(label: str, keys: list[str], values: tuple, rows) -> str:
+    """The legend's text of one variant's agents: ``"lr: learning_rate=0.001"``, with what
+    a population made of them (``population.now_text``: ``" (now learning_rate=0.0008)"``)."""
+    variant = ",".join(f"{k}={v:g}" for k, v in zip(keys, values) if v is not None)
+    return ": ".join(p for p in (label, variant) if p) + now_text(rows)
 
 
 def hparam_curves(rows) -> dict[str, Curve]:

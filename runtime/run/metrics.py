@@ -31,12 +31,14 @@ from typing import Mapping
 import numpy as np
 
 from rlcore.errors import ConfigError
+from rlcore.numbers import readable
 from rlcore.types import EpisodeSummary
 from runtime.config.fields import is_swept_key
 from runtime.config.saved import with_version
 from runtime.process import failure
 from runtime.run import files as run_files
 from runtime.run.console import clock
+from runtime.run.population import now_text
 
 # The metrics.jsonl contract: every key that depends on the clock has one of these in its
 # name; every other value is reproducible.
@@ -226,16 +228,9 @@ class MetricsLogger:
         row = rows[0]
         done = row["update"]
         eta = self.eta_s(done, self.start + row["wall_time"])
-        if variant_keys:
-            ret_s = ", ".join(f"{label}: {self._return_text(label, group)}"
-                              for label, group in group_by_variant(rows, variant_keys))
-        else:
-            ret_s = self._return_text("", rows)
-            returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
-            if len(rows) > 1 and returns:
-                ret_s += f" ({min(returns):.1f}..{max(returns):.1f}, {len(rows)} agents)"
+        ret_s = self._returns_text(rows, variant_keys)
         evals = [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
-        eval_s = f" | eval return {sum(evals) / len(evals):.1f}" if evals else ""
+        eval_s = f" | eval return {readable(sum(evals) / len(evals))}" if evals else ""
         if row.get("params_lag") is not None:  # the acting params' lag behind the learner's
             eval_s += f" | lag {row['params_lag']:.1f}"
         sps_s = "-" if row["sps"] is None else f"{row['sps'] * len(rows):,.0f}"
@@ -246,6 +241,19 @@ class MetricsLogger:
             f"SPS {sps_s} | return {ret_s}{eval_s} | "
             f"ETA {'-' if eta is None else clock(eta)}"
         )
+
+    def _returns_text(self, rows, variant_keys) -> str:
+        """The return part of ``progress_line`` (its docstring): per variant, each labelled
+        with what a population made of its hyperparameters (``population.now_text``), or
+        the mean with the agents' range."""
+        if variant_keys:
+            return ", ".join(f"{label}{now_text(group)}: {self._return_text(label, group)}"
+                             for label, group in group_by_variant(rows, variant_keys))
+        text = self._return_text("", rows)
+        returns = [r["episode_return"] for r in rows if r["episode_return"] is not None]
+        if len(rows) > 1 and returns:
+            text += f" ({readable(min(returns))}..{readable(max(returns))}, {len(rows)} agents)"
+        return text + now_text(rows)
 
     def recall(self, rows) -> None:
         """Takes the last known returns from earlier lines (``rows``, in order: a resumed
@@ -264,9 +272,9 @@ class MetricsLogger:
         mean = _mean_return(rows)
         if mean is not None:
             self._last_returns[label] = mean
-            return f"{mean:.1f}"
+            return readable(mean)
         last = self._last_returns.get(label)
-        return "-" if last is None else f"{last:.1f} (last)"
+        return "-" if last is None else f"{readable(last)} (last)"
 
     def close(self) -> None:
         """Closes every sink (each one even after another failed to close: their threads

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,32 @@ def short(value) -> float:
 def hparam_scalars(names: Sequence[str], values) -> dict[str, float]:
     """``{hparam/<name>: value}`` of one agent's values ``[H]``."""
     return {HPARAM + k: short(v) for k, v in zip(names, np.asarray(values), strict=True)}
+
+
+def now_text(rows: Sequence[Mapping]) -> str:
+    """What a population made of a group of agents' hyperparameters, for their label:
+    ``" (now learning_rate=0.0008)"`` (``0.0008..0.0012`` where the agents differ), from the
+    ``hparam/<name>`` keys of the group's latest rows, for each name whose values differ
+    from the ones the label names (the swept key of that name; an explored field that is
+    not swept always). ``""`` without such keys (no population) or where nothing changed.
+    See docs/design.md, "Population-based training".
+
+    Args:
+      rows: metrics lines of one group of agents (any updates; the latest count).
+    """
+    if not rows:
+        return ""
+    top = max(r.get("update", 0) for r in rows)
+    latest = [r for r in rows if r.get("update", 0) == top]
+    parts = []
+    for key in dict.fromkeys(k for r in latest for k in r if k.startswith(HPARAM)):
+        name = key[len(HPARAM):]
+        values = sorted({r[key] for r in latest if r.get(key) is not None})
+        named = sorted({r[name] for r in latest if r.get(name) is not None})
+        if values and values != named:
+            span = f"{values[0]:g}" + (f"..{values[-1]:g}" if len(values) > 1 else "")
+            parts.append(f"{name}={span}")
+    return f" (now {', '.join(parts)})" if parts else ""
 
 
 def _number(x) -> float | None:

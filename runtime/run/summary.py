@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import sys
 
+from rlcore.numbers import readable
 from runtime.run import files
 from runtime.run.metrics import group_by_variant, variant_keys
+from runtime.run.population import now_text
 
 EVAL_RETURN = "eval/episode_return"
 
@@ -26,7 +28,7 @@ def print_summary(rows) -> None:
     Then the best and final return, and the evaluation's where the run has it."""
     keys = variant_keys(rows[0]) if rows else []
     groups = group_by_variant(rows, keys) if keys else [("mean episode return", rows)]
-    curves = [(label, _mean_curve(group), _mean_curve(group, EVAL_RETURN))
+    curves = [(label + now_text(group), _mean_curve(group), _mean_curve(group, EVAL_RETURN))
               for label, group in groups]
     steps = sorted({s for _, curve, _ in curves for s in curve})
     if not steps:
@@ -36,16 +38,17 @@ def print_summary(rows) -> None:
     picks = [steps[i] for i in sorted({0, n // 4, n // 2, 3 * n // 4, n - 1})]
     print("learning curve (env steps -> " + " | ".join(label for label, *_ in curves) + "):")
     for step in picks:
-        cells = [f"{curve[step]:8.1f}" if step in curve else "       -"
+        cells = [f"{readable(curve[step]):>8}" if step in curve else "       -"
                  for _, curve, _ in curves]
         print(f"  {step:>12,} -> " + " | ".join(cells))
     for label, curve, evals in curves:
         name = "" if len(curves) == 1 else f"{label}: "
-        print(f"{name}best logged mean return {max(curve.values()):.1f}; "
-              f"final {curve[max(curve)]:.1f}")
+        print(f"{name}best logged mean return {readable(max(curve.values()))}; "
+              f"final {readable(curve[max(curve)])}")
         if evals:
-            print(f"{name}evaluation return (in training): best {max(evals.values()):.1f}; "
-                  f"final {evals[max(evals)]:.1f} (at {max(evals):,} env steps)")
+            print(f"{name}evaluation return (in training): best "
+                  f"{readable(max(evals.values()))}; final {readable(evals[max(evals)])} "
+                  f"(at {max(evals):,} env steps)")
 
 
 def next_steps_line(mode: str, workdir: str, agents: int = 1) -> str:

@@ -65,7 +65,8 @@ def test_sampled_episode_as_gif(cartpole_run, tmp_path):
 @pytest.mark.smoke  # make test-newest
 def test_play_counts_first_episode_only():
     """A 7-step time limit: every env's first episode is 7 steps long, although the
-    128-step chunk runs several more episodes; env 0's frames start at its eval reset."""
+    128-step chunk runs several more episodes; env 0's frames start at its eval reset and
+    end on the observation its episode ended on (docs/design.md, "Evaluation")."""
     env = registry.make_jax_env("CartPole-v1", max_steps_in_episode=7)
     network = make_network("mlp", env.spec)
     params = network.init(jax.random.key(0), jnp.zeros((1, 4)))
@@ -74,8 +75,10 @@ def test_play_counts_first_episode_only():
     np.testing.assert_array_equal(results.lengths, [7] * 5)
     np.testing.assert_array_equal(results.returns, [7.0] * 5)
     _, first = jax.vmap(env.reset)(per_env_keys(roots.reset, jnp.arange(5, dtype=jnp.int32)))
-    assert obs0.shape == (7, 4)
+    assert obs0.shape == (8, 4)  # one per action, then the last
     np.testing.assert_array_equal(obs0[0], np.asarray(first.obs)[0])
+    # CartPole's Euler step: x' = x + 0.02 x_dot, so the last frame continues the episode.
+    np.testing.assert_allclose(obs0[1:, 0], obs0[:-1, 0] + 0.02 * obs0[:-1, 1], atol=1e-6)
     np.testing.assert_array_equal(return0, np.arange(1.0, 8.0))  # CartPole: 1 a step
     again, _, _ = play_episodes(env, network.apply, params, roots, 5, greedy=False)
     np.testing.assert_array_equal(again.returns, results.returns)

@@ -197,17 +197,17 @@ def test_stage_plot_width_is_bounded_and_its_labels_fit(tmp_path, num_groups):
 
 def test_bad_arguments_exit_2_with_one_line(capsys):
     for argv, message in (
-            (["--suite=nope", "--out=x"], "config error: suite"),
-            (["--suite=pipelines", "--out=x", "--seeds=0"], "config error: seeds"),
+            (["--suite=nope", "--out=x"], "config error: --suite"),
+            (["--suite=pipelines", "--out=x", "--seeds=0"], "config error: --seeds"),
             (["--suite=pipelines", "--out=x", "--seeds=abc"], "config error: argument --seeds"),
             (["--suite=pipelines", "--out=x", "--budget_scale=inf"],
-             "config error: budget_scale"),
-            (["--suite=pipelines", "--out=x", "--cells=("], "config error: cells"),
+             "config error: --budget_scale"),
+            (["--suite=pipelines", "--out=x", "--cells=("], "config error: --cells"),
             (["--out=x"], "config error: the following arguments are required: --suite"),
-            (["--suite=,", "--out=x"], "config error: suite: no suite named in ','"),
-            (["--suite=pipelines", f"--out={__file__}"], f"config error: out: {__file__} is a "
+            (["--suite=,", "--out=x"], "config error: --suite: no suite named in ','"),
+            (["--suite=pipelines", f"--out={__file__}"], f"config error: --out: {__file__} is a "
              "file"),
-            (["--suite=pipelines", f"--out={__file__}/sub"], f"config error: out: {__file__}/sub "
+            (["--suite=pipelines", f"--out={__file__}/sub"], f"config error: --out: {__file__}/sub "
              f"cannot be a directory: {__file__} is a file")):
         with pytest.raises(SystemExit) as e:
             ablate.parse_args(argv)

@@ -37,8 +37,8 @@ def test_statistic_and_plot(tmp_path, capsys):
     curves.main([f"--run=A:{many}", f"--run=B:{one}", f"--out={out}", "--target=9"])
     text = capsys.readouterr().out
     # lines past 8000 steps: i = 8, 9 -> seed 0: 8.5, seed 1: 9.5; plain run: 17.0
-    assert "A: final-20% mean 9.00 (per agent 8.5, 9.5), 1/2 at >= 9" in text
-    assert "B: final-20% mean 17.00 (per agent 17.0), 1/1 at >= 9" in text
+    assert "A: final-20% mean 9.00 (per agent 8.50, 9.50), 1/2 at >= 9" in text
+    assert "B: final-20% mean 17.0 (per agent 17.0), 1/1 at >= 9" in text
     assert _png(out)
 
 
@@ -65,7 +65,7 @@ def test_a_3_by_2_sweep_is_3_lines_of_2_seeds(tmp_path, capsys):
         np.testing.assert_allclose(high, 10 * v + 1 + np.arange(5))
     curves.main([run])  # one run: its curve.png, the same drawing a run writes
     text = capsys.readouterr().out
-    assert "sweep: learning_rate=0.0003: final-20% mean 14.50 (per agent 14.0, 15.0)" in text
+    assert "sweep: learning_rate=0.0003: final-20% mean 14.5 (per agent 14.0, 15.0)" in text
     assert _png(tmp_path / "sweep" / "curve.png")
     assert run_curves.write_run_curve(run) == str(tmp_path / "sweep" / "curve.png")
 
@@ -170,3 +170,20 @@ def test_a_population_adds_each_agents_hyperparameters(tmp_path, capsys):
     out = tmp_path / "c.png"
     curves.main([workdir, f"--out={out}"])
     assert _png(out) and _png(tmp_path / "pbt" / "curve.png")
+
+
+def test_small_returns_and_a_population_label(tmp_path, capsys):
+    """Returns in [-1, 1] read apart in the statistic, and a PBT agent's line is labelled
+    with the value it trains with now (docs/design.md, "Population-based training")."""
+    rows = [{"learning_rate": 1e-3, "seed": s, "update": i + 1, "env_steps": 100 * (i + 1),
+             "wall_time": i, "episode_return": 0.9 + 0.01 * s + 0.001 * i,
+             "hparam/learning_rate": 1e-3 if i < 3 else (8e-4, 1.25e-3)[s]}
+            for i in range(5) for s in (0, 1)]
+    run = _run(tmp_path / "pbt", rows)
+    lines = run_curves.run_lines(files.read_metrics(run))
+    assert [line.label for line in lines] == [
+        "learning_rate=0.001 (now learning_rate=0.0008..0.00125)"]
+    curves.main([run])
+    text = capsys.readouterr().out
+    assert ("learning_rate=0.001 (now learning_rate=0.0008..0.00125): final-20% mean 0.909 "
+            "(per agent 0.904, 0.914)") in text

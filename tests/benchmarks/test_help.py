@@ -67,3 +67,60 @@ def test_aggregate_description_is_not_cut():
         "Atari results the way papers report them: human-normalised median, mean, IQM and "
         "optimality gap over games and runs, with stratified-bootstrap 95% intervals "
         "(rliable).")
+
+
+# One bad flag per benchmark command (``OUT`` is replaced by a fresh directory): the
+# command refuses it in one line naming the flag, exit 2, before any work
+# (docs/design.md, "Exit codes").
+BAD_FLAGS = [
+    ("ablate", ["--suite=nope", "--out=OUT"], "--suite"),
+    ("ablate", ["--suite=staleness", "--out=OUT", "--seeds=0"], "--seeds"),
+    ("aggregate", ["--reps=0", "OUT"], "--reps"),
+    ("anakin_throughput", ["--num_envs=0"], "--num_envs"),
+    ("anakin_throughput", ["--env_id=NoSuchEnv-v0"], "--env_id"),
+    ("breakout", ["--minutes=0"], "--minutes"),
+    ("conv_forms", ["--forms=bogus"], "--forms"),
+    ("cpu_isa", ["--rounds=0"], "--rounds"),
+    ("curves", ["--run=no-label"], "--run"),
+    ("env_steps", ["--env_id=NoSuchEnv-v0"], "--env_id"),
+    ("envpool_xla", ["--modes=bogus"], "--modes"),
+    ("gpu_check_table", ["table"], "--out"),
+    ("impala_scale", ["--steps=0"], "--steps"),
+    ("memory_check", ["0"], "num_envs"),
+    ("minatar_breakout", ["--select=no-equals"], "--select"),
+    ("pbt_study", ["--studies=bogus"], "--studies"),
+    ("peer_ppo", ["--peer_dir=OUT/missing"], "--peer_dir"),
+    ("sebulba_throughput", ["--splits=bogus"], "--splits"),
+    ("sebulba_throughput", ["--num_envs=0"], "--num_envs"),
+    ("sebulba_throughput", ["--env_id=NoSuchEnv-v5"], "--env_id"),
+    ("seeds", ["--config=configs/cartpole_ppo.py", "--out=OUT", "--seeds=0"], "--seeds"),
+]
+
+
+def _commands() -> set[str]:
+    """The benchmark modules with a ``main``."""
+    import pathlib
+
+    folder = pathlib.Path(__file__).parents[2] / "benchmarks"
+    return {p.stem for p in folder.glob("*.py") if "\ndef main(" in p.read_text()}
+
+
+def test_every_command_has_a_bad_flag_case():
+    assert {name for name, _, _ in BAD_FLAGS} == _commands()
+
+
+@pytest.mark.parametrize("name,argv,flag", BAD_FLAGS,
+                         ids=[f"{n}{a[0].split('=')[0]}" for n, a, _ in BAD_FLAGS])
+def test_bad_flag_is_one_line_exit_2(name, argv, flag, tmp_path):
+    import time
+
+    from tests.helpers import run_entry
+
+    argv = [a.replace("OUT", str(tmp_path)) for a in argv]
+    t0 = time.perf_counter()
+    proc = run_entry(f"benchmarks.{name}", argv, timeout_s=60)
+    seconds = time.perf_counter() - t0
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(lines) == 1 and flag in lines[0], proc.stderr[-2000:]
+    assert seconds < 30, seconds

@@ -80,3 +80,40 @@ def test_caption_and_labelled_bars_carry_text():
     bars = render.labelled_bars_frame(np.zeros(4))
     indices = bars[-render.CAPTION_HEIGHT:]
     assert (indices < 128).any()  # the index digits
+
+
+def test_the_last_frame_is_captioned_as_the_end():
+    """One frame more than returns: the observation the episode ended on, ``end``
+    (docs/design.md, "Evaluation")."""
+    frames = [np.zeros((8, 8, 3), np.uint8)] * 3
+    labelled = render.label_frames(frames, [1.0, 0.934])
+    assert len(labelled) == 3
+    assert not np.array_equal(labelled[1], labelled[2])  # "step 2/2" and "end" differ
+    assert np.array_equal(labelled[2], render.caption(frames[2], "end   return 0.934"))
+    assert np.array_equal(labelled[0], render.caption(frames[0], "step 1/2   return 1.00"))
+
+
+def test_an_own_env_gives_its_own_frames(monkeypatch):
+    """An env of the user's own with ``obs_frame`` draws the video in both architectures,
+    through the adapters (docs/extending.md, "Your own env")."""
+    import os
+
+    from envs import registry
+
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "..", "..",
+                                             "examples"))
+    env_id = "gridworld.env:GridWorld"
+    env = registry.make_jax_env(env_id)
+    obs = np.zeros(env.spec.obs_shape, np.float32)
+    obs[0, 0, 0] = obs[2, 3, 1] = 1.0
+    frame = registry.obs_frame_fn(env_id, registry.ANAKIN, env)(obs)
+    assert frame.shape == (80, 80, 3) and frame.dtype == np.uint8
+    assert tuple(frame[0, 0]) == (0, 0, 255) and tuple(frame[2 * 16, 3 * 16]) == (0, 255, 0)
+    from rlcore.seeding import host_env_root
+
+    host = registry.make_host_env(env_id, 1, seed=0, key_root=host_env_root(0))
+    try:
+        hosted = registry.obs_frame_fn(env_id, registry.SEBULBA, host)(obs)
+    finally:
+        host.close()
+    np.testing.assert_array_equal(hosted, frame)

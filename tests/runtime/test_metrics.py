@@ -41,7 +41,7 @@ def test_console_gives_the_return_per_variant(capsys):
     seeds_only = logger.progress_line([{**r, "seed": s} for s, r in enumerate(
         [{"update": 1, "env_steps": 100, "wall_time": 1.0, "sps": 10.0, "episode_return": x}
          for x in (1.0, 3.0)])])
-    assert "return 2.0 (1.0..3.0, 2 agents)" in seeds_only
+    assert "return 2.00 (1.00..3.00, 2 agents)" in seeds_only
 
 
 def test_summary_has_a_column_per_variant(capsys):
@@ -52,6 +52,49 @@ def test_summary_has_a_column_per_variant(capsys):
     assert "learning_rate=0.001 | learning_rate=0.0001" in out
     assert "200 ->     15.0 |     40.0" in out
     assert "learning_rate=0.0001: best logged mean return 40.0; final 40.0" in out
+
+
+def test_returns_in_minus_one_to_one_keep_their_digits(capsys):
+    """Returns of a [-1, 1] env read apart (docs/design.md, "Metrics keys"): progress line,
+    range, evaluation and summary; tens and hundreds keep one decimal."""
+    logger = MetricsLogger(None, total_updates=4, console=False)
+    rows = [{"update": 1, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "seed": s,
+             "episode_return": r, "eval/episode_return": -0.0412} for s, r in
+            enumerate((0.871, 0.997))]
+    assert ("| return 0.934 (0.871..0.997, 2 agents) | eval return -0.0412 |"
+            in logger.progress_line(rows))
+    print_summary([{**r, "env_steps": 10 * u} for u in (1, 2) for r in rows])
+    out = capsys.readouterr().out
+    assert "20 ->    0.934" in out
+    assert "best logged mean return 0.934; final 0.934" in out
+    assert "evaluation return (in training): best -0.0412; final -0.0412" in out
+    big = {**rows[0], "episode_return": 196.64}
+    assert "| return 196.6 |" in logger.progress_line(big)
+
+
+def _pbt_rows(update: int, values: tuple[float, float]) -> list[dict]:
+    """Two agents of a swept ``learning_rate=0.001`` whose population moved them to
+    ``values`` (their ``hparam/learning_rate``)."""
+    return [{"update": update, "env_steps": 10 * update, "wall_time": 1.0, "sps": 5.0,
+             "learning_rate": 0.001, "seed": s, "episode_return": 20.0,
+             "hparam/learning_rate": v} for s, v in enumerate(values)]
+
+
+def test_a_population_agent_is_labelled_with_its_current_value(capsys):
+    """A PBT agent's label says the value it trains with now, not only its first
+    (docs/design.md, "Population-based training"); unchanged values add nothing."""
+    logger = MetricsLogger(None, total_updates=4, console=False)
+    keys = ["learning_rate"]
+    assert "return learning_rate=0.001: 20.0 |" in logger.progress_line(
+        _pbt_rows(1, (0.001, 0.001)), keys)
+    moved = _pbt_rows(2, (0.0008, 0.00125))
+    assert ("return learning_rate=0.001 (now learning_rate=0.0008..0.00125): 20.0 |"
+            in logger.progress_line(moved, keys))
+    print_summary(_pbt_rows(1, (0.001, 0.001)) + moved)
+    out = capsys.readouterr().out
+    assert "(env steps -> learning_rate=0.001 (now learning_rate=0.0008..0.00125)):" in out
+    explored = [{k: v for k, v in r.items() if k != "learning_rate"} for r in moved]
+    assert "(now learning_rate=0.0008..0.00125)" in logger.progress_line(explored)
 
 
 def _scalars(logdir, tag) -> list[tuple[int, float]]:
@@ -109,7 +152,7 @@ def test_progress_line_shows_the_evaluation_return():
     logger = MetricsLogger(None, total_updates=4, console=False)
     rows = [{"update": 2, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "episode_return": r,
              "eval/episode_return": e} for r, e in ((1.0, 10.0), (3.0, 20.0))]
-    assert "| return 2.0 (1.0..3.0, 2 agents) | eval return 15.0 |" in logger.progress_line(rows)
+    assert "| return 2.00 (1.00..3.00, 2 agents) | eval return 15.0 |" in logger.progress_line(rows)
 
 
 def test_progress_line_keeps_the_last_known_return_and_labels_sps():
@@ -118,14 +161,14 @@ def test_progress_line_keeps_the_last_known_return_and_labels_sps():
     logger = MetricsLogger(None, total_updates=4, console=False)
     row = {"update": 1, "env_steps": 10, "wall_time": 1.0, "sps": 5.0, "episode_return": None}
     assert "| return - |" in logger.progress_line(row)
-    assert "| return 7.0 |" in logger.progress_line({**row, "episode_return": 7.0})
-    assert "| return 7.0 (last) |" in logger.progress_line(row)
+    assert "| return 7.00 |" in logger.progress_line({**row, "episode_return": 7.0})
+    assert "| return 7.00 (last) |" in logger.progress_line(row)
     assert "| SPS - |" in logger.progress_line({**row, "sps": None})
     resumed = MetricsLogger(None, total_updates=4, console=False)
     resumed.recall([{**row, "episode_return": 3.0}, {**row, "update": 2}])
-    assert "| return 3.0 (last) |" in resumed.progress_line({**row, "update": 3})
+    assert "| return 3.00 (last) |" in resumed.progress_line({**row, "update": 3})
     rows = [{**row, "seed": s, "episode_return": 1.0} for s in range(4)]
-    assert "| SPS 20 (4 agents) | return 1.0 (1.0..1.0, 4 agents) |" in logger.progress_line(
+    assert "| SPS 20 (4 agents) | return 1.00 (1.00..1.00, 4 agents) |" in logger.progress_line(
         rows)
 
 

@@ -89,10 +89,11 @@ def test_a_version_one_config_reads_the_added_fields_as_the_old_code_ran():
     it is."""
     from runtime.config import saved
 
-    upgraded = saved.upgrade_saved({"seed": 1, "sweep": {"seed": []}})
+    upgraded = saved.upgrade_saved({"seed": 1, "sweep": {"seed": [3]}})
     assert upgraded == {"seed": 1, **{k: a.value for k, a in saved.ADDED.items()},
-                        "sweep": {"seed": [], "policy_lag": [], "decoupled_max_weight": [],
-                                  "filter_threshold": [], "device_memory_gib": []}}
+                        "sweep": {**{k: [] for k in saved.SWEEP_KEYS}, "seed": [3]}}
+    assert {"policy_lag", "decoupled_max_weight", "checkpoint_every_minutes"} <= set(
+        upgraded["sweep"])
     current = {"seed": 1, saved.VERSION_KEY: saved.FORMAT_VERSION}
     assert saved.upgrade_saved(current) == {"seed": 1}
 
@@ -191,3 +192,34 @@ def test_the_sessions_instruction_set_cap_reaches_the_processes_tests_start(monk
     assert entry_env(optimized=True)["XLA_FLAGS"] == "--xla_cpu_max_isa=AVX2"
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
     assert "XLA_FLAGS" not in entry_env(optimized=True)
+
+
+# config.json of CartPole PPO runs (8,192 env steps, a row every update, a checkpoint every 2)
+# by 28f4887, older than the fixtures' commits: its fields lack the staleness fields and
+# checkpoint_every_minutes, whose key its sweep lacks too (tests/fixtures/old_runs/28f4887).
+OLDER = {"anakin": "configs/cartpole_ppo.py", "sebulba": "configs/cartpole_ppo_sebulba.py"}
+
+
+@pytest.mark.parametrize("mode", sorted(OLDER))
+def test_a_run_older_than_a_field_a_resume_may_change_extends(mode, tmp_path):
+    """A run saved before ``checkpoint_every_minutes`` (a field a resume may change) extends:
+    its sweep's missing key reads as not swept (docs/design.md, "Runs outlive upgrades"). A
+    continuation of the run measured equal to 28f4887's own, to ``old_runs.RTOL``."""
+    import importlib.util
+
+    from runtime.config.validation import derive
+    from runtime.run.resume import check_same_config
+
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "config.json").write_text(open(os.path.join(
+        old_runs.FIXTURES, "28f4887", mode, "config.json")).read())
+    spec = importlib.util.spec_from_file_location("config", os.path.join(REPO, OLDER[mode]))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config()
+    config.log_every, config.checkpoint_every, config.total_env_steps = 1, 2, 10_240
+    sizes = derive(config)
+    newest = 8_192 // sizes.steps_per_update
+    assert check_same_config(str(workdir), config, sizes.num_updates, sizes.steps_per_update,
+                             newest) == 8_192

@@ -80,7 +80,8 @@ def test_atari_human_normalised_score_and_rgb_video(tmp_path):
 @pytest.mark.smoke  # make test-newest
 def test_play_counts_first_episode_only():
     """Host-served gymnax CartPole with a 6-step limit: first episodes of 6 steps, one frame
-    per action of env 0's."""
+    per action of env 0's, then the one its episode ended on (docs/design.md,
+    "Evaluation")."""
     env = registry.make_host_env("gymnax:CartPole-v1", 3, seed=evaluate_host_seed(0),
                                  key_root=host_env_root(evaluate_host_seed(0)),
                                  max_steps_in_episode=6)
@@ -91,13 +92,15 @@ def test_play_counts_first_episode_only():
     to_frame = registry.obs_frame_fn("gymnax:CartPole-v1", registry.SEBULBA, env)
     try:
         episodes = play_first_episodes(env, lambda obs, t, first: policy(params, obs, t, first),
-                                       capture=lambda obs: to_frame(obs[0]))
+                                       capture=lambda obs: np.array(obs[0]))
     finally:
         env.close()
-    results, frames = episodes.results(), episodes.frames
+    results, seen = episodes.results(), np.stack(episodes.frames)
     np.testing.assert_array_equal(results.lengths, [6, 6, 6])
     np.testing.assert_array_equal(results.returns, [6.0, 6.0, 6.0])
-    assert len(frames) == 6 and frames[0].shape == CARTPOLE_FRAME + (3,)
+    assert seen.shape == (7, 4) and to_frame(seen[0]).shape == CARTPOLE_FRAME + (3,)
+    # CartPole's Euler step: x' = x + 0.02 x_dot, so the last frame continues the episode.
+    np.testing.assert_allclose(seen[1:, 0], seen[:-1, 0] + 0.02 * seen[:-1, 1], atol=1e-6)
     assert episodes.frame_returns == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # after each action
 
 
