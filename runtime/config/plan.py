@@ -81,6 +81,12 @@ def trajectory_shapes(spec: EnvSpec, t: int, n: int, *, with_value: bool, core=N
         final_value=f32(final_value), discounted_return=f32(discounted_return))
 
 
+# The run's length the planned update's learning-rate schedule is built for: a constant
+# of the schedule, no buffer's size (the runs trace theirs), so a run of any length plans
+# alike and a later run finds the candidates in the compile cache.
+PLANNED_UPDATES = 1000
+
+
 @dataclasses.dataclass(frozen=True)
 class UpdateProgram:
     """The update one agent runs on one learner device, less its plan: what its compiled
@@ -94,7 +100,6 @@ class UpdateProgram:
       spec: the env's.
       num_envs: envs per learner device.
       num_steps: steps per rollout.
-      num_updates: updates of the run (the learning rate's schedule).
       policy_lag: the rollouts' policy lag (the staleness correction ``lr_scale`` reads it).
       with_value: the trajectory carries the rollout's values (``ModeChecks``).
       final_value: it carries a truncated episode's final value (``bootstrap_time_limits``).
@@ -106,7 +111,6 @@ class UpdateProgram:
     spec: EnvSpec = dataclasses.field(compare=False)
     num_envs: int = dataclasses.field(compare=False)
     num_steps: int = dataclasses.field(compare=False)
-    num_updates: int = dataclasses.field(compare=False)
     policy_lag: int = dataclasses.field(compare=False)
     with_value: bool = dataclasses.field(compare=False)
     final_value: bool = dataclasses.field(compare=False)
@@ -122,7 +126,6 @@ class UpdateProgram:
         fields = dict(hparams=hparams_of(config).replace(**auto.fields()),
                       choice=NetworkChoice.of(config), spec=spec,
                       num_envs=derived.envs_per_shard, num_steps=config.num_steps,
-                      num_updates=derived.num_updates,
                       policy_lag=mode.policy_lag(config) or 0,
                       with_value=mode.rollout_values and not mode.params_ring(config),
                       final_value=bool(config.bootstrap_time_limits))
@@ -139,7 +142,7 @@ def program_inputs(program: UpdateProgram) -> tuple[LearnerState, Trajectory]:
     init, the algorithm's own state included) and trajectory: exact."""
     hp, spec, n = program.hparams, program.spec, program.num_envs
     net = network_of(program.choice, spec)
-    opt = optimizer_for(hp, program.num_updates, program.policy_lag)
+    opt = optimizer_for(hp, PLANNED_UPDATES, program.policy_lag)
     own = own_state_init(hp, spec, n, program.num_steps)
     state = jax.eval_shape(functools.partial(init_learner_state, net, opt, spec=spec,
                                              init_state=own), jax.random.key(0))
@@ -155,7 +158,7 @@ def compile_update(program: UpdateProgram, plan: UpdatePlan):
     hp = program.with_plan(plan)
     net = network_of(program.choice, program.spec)
     update = make_update_fn_for(hp, net.apply,
-                                optimizer_for(hp, program.num_updates, program.policy_lag),
+                                optimizer_for(hp, PLANNED_UPDATES, program.policy_lag),
                                 DATA_AXIS, observer(net))
     state, traj = program_inputs(program)
     specs = (state_partition(state, DATA_AXIS),
