@@ -1,13 +1,15 @@
-"""``runtime.config.memory``'s estimate against XLA's own accounting of the compiled programs.
+"""The update plan's figure (``runtime.config.plan``: XLA's for one agent's update on one
+device, with the state's exact sizes) beside XLA's figure for the whole compiled program.
 
-``python -m benchmarks.memory_check`` compiles (does not run) the Sebulba learner update of
+``python -m benchmarks.memory_check`` compiles (does not run) the update of
 ``configs/atari_ppo.py`` with a small ``num_envs`` (``python -m benchmarks.memory_check
-NUM_ENVS NUM_STEPS``; default 8 32) and the whole Anakin call of
+NUM_ENVS NUM_STEPS``; default 8 32) rolled and fully unrolled (the plan's candidates; the
+Sebulba learner runs that update), and the whole Anakin call of
 ``configs/minatar_breakout_ppo.py`` with its own sizes, on one CPU device, and prints the
-estimate next to ``compiled.memory_analysis()`` (arguments + outputs + temporaries, less
-the bytes outputs alias from donated arguments: what the memory check reads). With
-``--shipped``: the whole call of every shipped config that Anakin runs, each with its own
-sizes.
+plan's figure next to ``compiled.memory_analysis()`` of the program (arguments + outputs +
+temporaries, less the bytes outputs alias from donated arguments: what the memory check
+reads). With ``--shipped``: the whole call of every shipped config that Anakin runs, each
+with its own sizes.
 """
 
 from __future__ import annotations
@@ -16,15 +18,10 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
 
 from anakin import train as anakin_train
-from rlcore.learner import init_learner_state, make_update_fn_for
-from rlcore.networks import make_network
-from rlcore.optim import optimizer_for
-from rlcore.types import EnvSpec, Trajectory
-from runtime.config import memory
-from runtime.config.fields import hparams_of
+from rlcore.types import EnvSpec
+from runtime.config import plan
 from sebulba import train as sebulba_train
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
@@ -38,28 +35,12 @@ def measured_bytes(compiled) -> int:
             - m.alias_size_in_bytes)
 
 
-def trajectory_shapes(spec: EnvSpec, t: int, b: int, with_value: bool) -> Trajectory:
-    """ShapeDtypeStructs of a Trajectory ``[T, B]`` of ``spec``."""
-    s = jax.ShapeDtypeStruct
-    obs = tuple(spec.obs_shape)
-    return Trajectory(
-        obs=s((t, b) + obs, jnp.dtype(spec.obs_dtype)), action=s((t, b), jnp.int32),
-        reward=s((t, b), jnp.float32), terminated=s((t, b), jnp.bool_),
-        truncated=s((t, b), jnp.bool_), behaviour_dist_params=s((t, b, spec.num_actions),
-                                                            jnp.float32),
-        behaviour_value=s((t, b), jnp.float32) if with_value else None,
-        bootstrap_obs=s((b,) + obs, jnp.dtype(spec.obs_dtype)))
-
-
-def compile_learner_update(config, spec: EnvSpec):
-    """The one-device learner update (Sebulba's: no behaviour values), compiled."""
-    net = make_network(config.network, spec)
-    hp = hparams_of(config)
-    opt = optimizer_for(hp, 1000)
-    update = make_update_fn_for(hp, net.apply, opt)
-    state = jax.eval_shape(lambda k: init_learner_state(net, opt, k, spec), jax.random.key(0))
-    traj = trajectory_shapes(spec, config.num_steps, config.num_envs, with_value=False)
-    return jax.jit(update, donate_argnums=0).lower(state, traj, jax.random.key(1)).compile()
+def plan_bytes(config, spec: EnvSpec, mode, num_shards: int = 1) -> int:
+    """The plan's figure (``runtime.config.plan.plan_figure``) for ``config``'s own
+    ``update_unroll`` and ``microbatches``."""
+    program = plan.UpdateProgram.of(config, spec, mode, num_shards)
+    resolved = plan.UpdatePlan(config.update_unroll, config.microbatches)
+    return plan.plan_figure(config, program, resolved, mode).total
 
 
 def compile_anakin_call(config):
@@ -94,8 +75,9 @@ def shipped_anakin_configs() -> list[str]:
 
 
 def shipped_rows(names: list[str]):
-    """``(name, estimate, measured bytes, compile seconds)`` of each shipped Anakin
-    config's call with its own sizes, on one device."""
+    """``(name, plan bytes, measured bytes, compile seconds)`` of each shipped Anakin
+    config's call with its own sizes, on one device (its plan resolved as a run resolves
+    it)."""
     import importlib
 
     out = []
@@ -106,9 +88,16 @@ def shipped_rows(names: list[str]):
         compiled, spec = compile_anakin_call(c)
         agents = anakin_train.MODE.num_agents(c)
         out.append((f"{name} (B={c.num_envs}, T={c.num_steps}, A={agents})",
-                    memory.estimate(c, spec, anakin_train.MODE, 1), measured_bytes(compiled),
-                    time.perf_counter() - t0))
+                    plan_bytes(resolved(c, spec), spec, anakin_train.MODE),
+                    measured_bytes(compiled), time.perf_counter() - t0))
     return out
+
+
+def resolved(config, spec: EnvSpec):
+    """``config`` with its update plan resolved (``plan.update_plan``) on one device."""
+    chosen = plan.update_plan(config, spec, anakin_train.MODE, 1)
+    config.update_unroll, config.microbatches = chosen.unroll, chosen.microbatches
+    return config
 
 
 def atari_config(num_envs: int = 8, num_steps: int = 32):
@@ -131,24 +120,26 @@ def minatar_config():
 
 
 def rows(atari_envs: int = 8, atari_steps: int = 32):
-    """``(name, estimate, measured bytes, compile seconds)`` of the programs: the Atari
-    learner with a rolled gradient-step loop (``update_unroll=1``) and with the config's own
-    ``update_unroll=0`` (with XLA CPU's concurrency-optimized scheduler on, every unrolled
-    step keeps its buffers: ``runtime.config.memory.live_steps``), and the MinAtar Anakin call."""
+    """``(name, plan bytes, measured bytes, compile seconds)`` of the programs: the Atari
+    update with a rolled gradient-step loop (``update_unroll=1``) and fully unrolled (with
+    XLA CPU's concurrency-optimized scheduler on, every unrolled step keeps its buffers;
+    the Atari configs turn it off), the plan's own program (so the two agree), and the
+    MinAtar Anakin call."""
     out = []
     for unroll in (1, 0):
         c = atari_config(atari_envs, atari_steps)
         c.update_unroll = unroll
         t0 = time.perf_counter()
-        measured = measured_bytes(compile_learner_update(c, ATARI_SPEC))
-        out.append((f"atari_ppo learner (B={c.num_envs}, T={c.num_steps}, unroll={unroll})",
-                    memory.estimate(c, ATARI_SPEC, sebulba_train.MODE, 1), measured,
+        program = plan.UpdateProgram.of(c, ATARI_SPEC, sebulba_train.MODE, 1)
+        measured = plan.update_figure(program, plan.UpdatePlan(unroll, 1)).total
+        out.append((f"atari_ppo update (B={c.num_envs}, T={c.num_steps}, unroll={unroll})",
+                    plan_bytes(c, ATARI_SPEC, sebulba_train.MODE), measured,
                     time.perf_counter() - t0))
     c = minatar_config()
     t0 = time.perf_counter()
     compiled, spec = compile_anakin_call(c)
     out.append((f"minatar_breakout_ppo anakin call (B={c.num_envs}, T={c.num_steps})",
-                memory.estimate(c, spec, anakin_train.MODE, 1), measured_bytes(compiled),
+                plan_bytes(c, spec, anakin_train.MODE), measured_bytes(compiled),
                 time.perf_counter() - t0))
     return out
 
@@ -178,16 +169,13 @@ def main(argv) -> None:
     apply_xla_cpu_flags(atari_config())  # the runs' XLA CPU flags (scheduler), before JAX starts
     atari_envs, atari_steps = args.num_envs, args.num_steps
     mib = 2**20
-    print(f"{'program':58} {'estimate MiB':>12} {'measured MiB':>12} {'ratio':>6} "
+    print(f"{'program':58} {'plan MiB':>12} {'measured MiB':>12} {'ratio':>6} "
           f"{'compile s':>9}")
     table = (shipped_rows(shipped_anakin_configs()) if args.shipped
              else rows(atari_envs, atari_steps))
-    for name, est, measured, secs in table:
-        print(f"{name:58} {est.total / mib:12.1f} {measured / mib:12.1f} "
-              f"{est.total / measured:6.2f} {secs:9.1f}")
-        print(f"  parts MiB: rollout obs {est.rollout_obs / mib:.1f}, trajectory "
-              f"{est.trajectory / mib:.1f}, minibatch {est.minibatch / mib:.1f}, value pass "
-              f"{est.value_pass / mib:.1f}, params+optim {est.params_optimizer / mib:.1f}")
+    for name, planned, measured, secs in table:
+        print(f"{name:58} {planned / mib:12.1f} {measured / mib:12.1f} "
+              f"{planned / measured:6.2f} {secs:9.1f}")
 
 
 if __name__ == "__main__":

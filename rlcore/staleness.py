@@ -30,9 +30,6 @@ NONE, DECOUPLED, VTRACE, LR_SCALE, FILTER = CORRECTIONS = (
 # The corrections that need the proximal policy's log-probabilities of the rollout's actions
 # (a forward pass of the update's starting params over the whole rollout, before the epochs).
 PROXIMAL = (DECOUPLED, VTRACE, FILTER)
-# Bytes per env step a correction of ``PROXIMAL`` adds to PPO's prepared batch, at most:
-# float32 ``prox_log_prob``, ``sample_weight`` and three per-sample statistics.
-PROXIMAL_STEP_BYTES = 20
 # The corrections an algorithm without a proximal pass accepts (IMPALA: its V-trace already
 # corrects for the behaviour policy with the current params, per minibatch).
 ALGORITHM_FREE = (NONE, LR_SCALE)

@@ -5,7 +5,7 @@ and its host buffers, the rollout queues (docs/design.md, "Validation")."""
 from __future__ import annotations
 
 from envs import registry
-from runtime.config import memory
+from runtime.config import plan
 from runtime.config import validation as v
 from runtime.config.sweep import swept
 from sebulba import machine, pipeline
@@ -72,15 +72,23 @@ def queue_depth(config) -> int:
 
 def host_bytes(config, spec, num_processes: int = 1) -> int:
     """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
-    the learner's assembled batch (one rollout of every local env); a rollout of ``n`` envs
-    is ``runtime.config.memory.rollout_bytes``: ``(T + 1) * n`` obs and ``T * n`` steps of the other
-    fields (actors ship no values)."""
+    the learner's assembled batch (one rollout of every local env); a rollout is its
+    ``Trajectory``'s exact bytes (``rollout_bytes``)."""
     threads = len(config.actor_device_ids) * config.num_actor_threads
     local_envs = config.num_envs // num_processes
-    optional = memory.optional_step_bytes(config)
-    per_thread = memory.rollout_bytes(config.num_steps, local_envs // threads, spec, optional)
-    return (queue_depth(config) * threads * per_thread
-            + memory.rollout_bytes(config.num_steps, local_envs, spec, optional))
+    return (queue_depth(config) * threads * rollout_bytes(config, spec, local_envs // threads)
+            + rollout_bytes(config, spec, local_envs))
+
+
+def rollout_bytes(config, spec, n: int) -> int:
+    """Bytes of one rollout of ``n`` envs as the actors ship it: the fields of
+    ``runtime.config.plan.trajectory_shapes`` (no values; the final values and discounted
+    returns where the config has them), a recurrent agent's core states and episode starts
+    left out."""
+    traj = plan.trajectory_shapes(spec, config.num_steps, n, with_value=False,
+                                  final_value=bool(config.bootstrap_time_limits),
+                                  discounted_return=bool(config.normalize_reward))
+    return plan.tree_bytes(traj)
 
 
 def devices_used(config, num_shards: int, num_processes: int) -> int:

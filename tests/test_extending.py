@@ -629,8 +629,8 @@ def test_a_bad_hyperparameter_is_one_line_before_compile(user_package, tmp_path,
 
 
 @pytest.mark.parametrize("algorithm,message", [
-    ("useralgos:NoLoss", "algorithm: 'useralgos:NoLoss' lacks prepared_step_bytes, "
-     "minibatch_kinds, loss_reduction, staleness_corrections, value_pass, from_hparams, "
+    ("useralgos:NoLoss", "algorithm: 'useralgos:NoLoss' lacks "
+     "minibatch_kinds, loss_reduction, staleness_corrections, from_hparams, "
      "prepare, split_ready, loss, heads, act, init_state, remember, schedule, after_update "
      "(the Algorithm protocol"),
     ("useralgos:NoDefault", "algorithm: 'useralgos:NoDefault' has hyperparameter temperature "

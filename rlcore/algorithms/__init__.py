@@ -41,9 +41,8 @@ REGISTRY: dict[str, type[Algorithm]] = {
     "impala": Impala,
 }
 # What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
-CLASS_ATTRIBUTES = ("prepared_step_bytes", "minibatch_kinds", "loss_reduction",
-                    "staleness_corrections")
-METHODS = ("value_pass", "from_hparams", "prepare", "split_ready", "loss", "heads", "act",
+CLASS_ATTRIBUTES = ("minibatch_kinds", "loss_reduction", "staleness_corrections")
+METHODS = ("from_hparams", "prepare", "split_ready", "loss", "heads", "act",
            "init_state", "remember", "schedule", "after_update")
 
 

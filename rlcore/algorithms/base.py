@@ -83,34 +83,17 @@ def sweepable_own(algorithm: type) -> tuple[str, ...]:
     return tuple(k for k, v in own_hyperparameters(algorithm).items() if type(v) is float)
 
 
-@dataclasses.dataclass(frozen=True)
-class ValuePass:
-    """The forward pass an algorithm runs over a rollout before its epochs (for the memory
-    estimate).
-
-    Attributes:
-      copied_obs: observations copied into one batch for it (per device).
-      forward_samples: samples in the largest single forward call.
-    """
-
-    copied_obs: int
-    forward_samples: int
-
-
 # A schedule of gradient steps: ``(idx, take)``, the index arrays the gradient-step loop
 # scans over (leading axis: the steps) and ``take(source, idx_k) -> minibatch``.
 Schedule = tuple[Any, Callable[[Any, Any], Any]]
 
 
 class Algorithm(Protocol):
-    """What ``rlcore.learner.make_update_fn`` and the modes need of an algorithm (and what
-    the memory estimate reads of it: ``prepared_step_bytes`` and ``value_pass``);
+    """What ``rlcore.learner.make_update_fn`` and the modes need of an algorithm;
     docs/design.md, "The algorithm protocol". ``AlgorithmBase`` gives every member after
     ``loss`` its default: the policy-and-value heads, acting by sampling the policy, no
     state of its own, epochs of minibatches over the last rollout."""
 
-    # Bytes per env step that ``prepare`` adds to the trajectory's fields.
-    prepared_step_bytes: ClassVar[int]
     # The minibatches its loss accepts, its own choice first: ``SAMPLES`` (``prepare``'s
     # record has ``take_samples``) and/or ``SEQUENCES`` (``take_envs``).
     minibatch_kinds: ClassVar[tuple[str, ...]]
@@ -119,12 +102,6 @@ class Algorithm(Protocol):
     # The staleness corrections it implements (of ``rlcore.staleness.CORRECTIONS``; the
     # config field ``staleness_correction``).
     staleness_corrections: ClassVar[tuple[str, ...]]
-
-    @classmethod
-    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
-        """The pass ``prepare`` runs over a rollout of ``num_steps x num_envs`` (per device);
-        ``rollout_values``: the trajectory carries the values of the learner's params."""
-        ...
 
     @classmethod
     def from_hparams(cls, hp: HParams) -> "Algorithm":
@@ -205,14 +182,6 @@ class AlgorithmBase(FromHParams):
     algorithm of the actor-critic family that learns from its last rollout: the platform's
     heads, sampling, no own state, the platform's epochs. PPO and IMPALA subclass it; an
     algorithm of the user's own overrides what it owns (docs/extending.md)."""
-
-    prepared_step_bytes: ClassVar[int] = 0
-
-    @classmethod
-    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
-        """None before the gradient steps."""
-        del num_steps, num_envs, rollout_values
-        return ValuePass(copied_obs=0, forward_samples=0)
 
     @classmethod
     def heads(cls, spec: EnvSpec) -> Any:

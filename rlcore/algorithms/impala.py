@@ -8,7 +8,7 @@ import dataclasses
 from typing import ClassVar
 
 from rlcore import losses, staleness
-from rlcore.algorithms.base import SEQUENCES, SUM, AlgorithmBase, ValuePass
+from rlcore.algorithms.base import SEQUENCES, SUM, AlgorithmBase
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
 
@@ -33,19 +33,12 @@ class Impala(AlgorithmBase):
     clip_rho: float
     clip_pg_rho: float
 
-    prepared_step_bytes: ClassVar[int] = 0  # the loss reads the Trajectory itself
     # V-trace runs backwards along each whole sequence.
     minibatch_kinds: ClassVar[tuple[str, ...]] = (SEQUENCES,)
     loss_reduction: ClassVar[str] = SUM  # over the global minibatch, see ``losses.impala_loss``
     # Its V-trace already corrects for the behaviour policy, with the current params, per
     # minibatch: no proximal pass for ``decoupled``, ``vtrace`` or ``filter`` to read.
     staleness_corrections: ClassVar[tuple[str, ...]] = staleness.ALGORITHM_FREE
-
-    @classmethod
-    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
-        """None: V-trace computes its values inside the loss, per minibatch."""
-        del num_steps, num_envs, rollout_values
-        return ValuePass(copied_obs=0, forward_samples=0)
 
     def prepare(self, params: Params, apply_fn: ApplyFn, trajectory: Trajectory) -> Trajectory:
         """The Trajectory as it is (minibatches are ``Trajectory.take_envs``)."""

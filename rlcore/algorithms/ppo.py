@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from rlcore import losses, returns, staleness
-from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, AlgorithmBase, ValuePass
+from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, AlgorithmBase
 from rlcore.networks import unroll_network
 from rlcore.types import ApplyFn, Array, Params, Trajectory
 
@@ -118,24 +118,12 @@ class PPO(AlgorithmBase):
     decoupled_max_weight: float
     filter_threshold: float
 
-    # old value, advantages and targets: float32 each
-    prepared_step_bytes: ClassVar[int] = 12
     # Feed-forward PPO's loss is a mean over independent samples (GAE ran before the
     # epochs): minibatches of single (step, env) samples by default, whole sequences on
     # request (``minibatch_kind="sequences"``; docs/design.md, "One update loop").
     minibatch_kinds: ClassVar[tuple[str, ...]] = (SAMPLES, SEQUENCES)
     loss_reduction: ClassVar[str] = MEAN
     staleness_corrections: ClassVar[tuple[str, ...]] = staleness.CORRECTIONS
-
-    @classmethod
-    def value_pass(cls, num_steps: int, num_envs: int, rollout_values: bool) -> ValuePass:
-        """With the rollout's values only the bootstrap values (``num_envs`` samples); else
-        every value of the rollout, recomputed over a copy of obs and bootstrap obs in chunks
-        of ``VALUE_CHUNK``."""
-        if rollout_values:
-            return ValuePass(copied_obs=0, forward_samples=num_envs)
-        n = (num_steps + 1) * num_envs
-        return ValuePass(copied_obs=n, forward_samples=min(VALUE_CHUNK, n))
 
     def prepare(self, params: Params, apply_fn: ApplyFn,
                 trajectory: Trajectory) -> losses.PPOBatch:

@@ -1,5 +1,5 @@
 """The agent's network of a config: the one place both trainers (through
-``runtime.config.build``) and the memory estimate (``runtime.config.memory.network_sizes``)
+``runtime.config.build``) and the update plan (``runtime.config.plan``)
 build it; see docs/design.md, "One update loop" and "Memory plan"."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rlcore.types import EnvSpec
 
 @dataclasses.dataclass(frozen=True)
 class NetworkChoice:
-    """The config fields that make the agent's network (hashable, so the memory estimate
+    """The config fields that make the agent's network (hashable, so the update plan
     can cache per choice).
 
     Attributes:

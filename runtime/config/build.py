@@ -1,5 +1,5 @@
 """What both trainers build from a config before anything compiles: the agent's network and
-the learner's hyperparameters with the update plan resolved (``runtime.config.memory.update_plan``),
+the learner's hyperparameters with the update plan resolved (``runtime.config.plan.update_plan``),
 and the optimizer they give; see docs/design.md, "One update loop".
 
 Anakin (``anakin.train.AnakinRun``) and Sebulba (``sebulba.train.SebulbaRun``) both build
@@ -17,7 +17,7 @@ import optax
 from rlcore.hparams import HParams
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec
-from runtime.config import memory
+from runtime.config import plan
 from runtime.config.agent import network
 from runtime.config.fields import hparams_of
 from runtime.config.validation import ModeChecks
@@ -26,11 +26,11 @@ from runtime.config.validation import ModeChecks
 def hparams(config, spec: EnvSpec, mode: ModeChecks, num_shards: int, num_processes: int,
             values: Mapping[str, Any] | None = None) -> HParams:
     """The learner's ``HParams`` of ``config`` (``values``, e.g. a sweep variant's, over its
-    fields) with ``update_unroll`` and ``microbatches`` as ``runtime.config.memory.update_plan``
+    fields) with ``update_unroll`` and ``microbatches`` as ``runtime.config.plan.update_plan``
     resolves them for ``mode`` on ``num_shards`` learner shards of ``num_processes``
     processes."""
-    plan = memory.update_plan(config, spec, mode, num_shards, num_processes)
-    return hparams_of(config, values).replace(**plan.fields())
+    resolved = plan.update_plan(config, spec, mode, num_shards, num_processes)
+    return hparams_of(config, values).replace(**resolved.fields())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -275,12 +275,12 @@ FIELDS: tuple[Field, ...] = (
                                    "sequences; impala: sequences; a recurrent agent: "
                                    "sequences)")),
         F("update_unroll", 1, "Scan unroll of the gradient steps; 0 = fully unrolled; -1 = "
-          "auto: fully unrolled on GPU/TPU, on CPU as far as the host's RAM holds "
-          "(runtime.config.memory.update_plan).",
+          "auto: fully unrolled on GPU/TPU, on CPU the most unroll whose compiled update fits "
+          "the host's RAM by XLA's figure (runtime.config.plan.update_plan).",
           Ints(-1, "an integer >= -1 (-1: auto, 0: fully unrolled)")),
         F("microbatches", 1, "Chunks each minibatch's gradient is accumulated over (a rolled "
-          "loop: 1/k of the activations live); -1 = auto: the fewest that fit the device "
-          "(runtime.config.memory.update_plan).",
+          "loop: 1/k of the activations live); -1 = auto: the fewest whose compiled update "
+          "fits the device by XLA's figure (runtime.config.plan.update_plan).",
           Ints(-1, "an integer >= 1, or -1 (auto)", excluded=(0,))),
         F("policy_lag", -1, "Updates the acting params trail the learner's: rollout r acts "
           "with the params after update max(r - lag, start); -1 = the architecture's own "
@@ -375,7 +375,7 @@ FIELDS: tuple[Field, ...] = (
           "default).", Flag()),
         F("xla_cpu_concurrency_scheduler", True, "XLA CPU's concurrency-optimized scheduler "
           "(XLA's default); on, an unrolled update keeps every gradient step's buffers live "
-          "at once (runtime/config/memory.py).", Flag(), resumable=True),
+          "at once (XLA's figure: runtime/config/plan.py).", Flag(), resumable=True),
         F("cpu_threads", 0, "XLA CPU intra-op threads (PJRT_NPROC); 0 = auto: 1 for an "
           "Anakin run on one device with <= 1024 env steps per update (all agents), else "
           "XLA's (one per core).", Ints(0, "an integer >= 0 (0: auto)"), resumable=True),

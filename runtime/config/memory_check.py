@@ -3,8 +3,9 @@ its first call, XLA's own figure for it (``CompiledMemory``: arguments, outputs 
 temporaries per device; Anakin's update call, Sebulba's learner update) against the device's
 ``capacity`` (``compiled_refusal``); before anything compiles, a mode's host buffers
 (Sebulba's rollout queues: exact sizes) against the host's available RAM
-(``host_refusal``). A run fits in ``HEADROOM`` of either. The plan before compile is
-``runtime.config.memory``'s.
+(``host_refusal``); and before that, what the state's shapes alone need (``shape_refusal``).
+A run fits in ``HEADROOM`` of either. The plan before compile is ``runtime.config.plan``'s,
+from XLA's figure too.
 
 A refusal is one line led by the field to change (``blamed_fields``, ``agents_message``,
 ``host_message``) that ends with ``OVERRIDE``: ``memory_check=False`` runs anyway
@@ -13,16 +14,13 @@ A refusal is one line led by the field to change (``blamed_fields``, ``agents_me
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 
 from rlcore.hparams import HParams
 from rlcore.networks import NO_CORE
 from rlcore.types import EnvSpec
-from runtime.config import memory
-from runtime.config.agent import NetworkChoice
-from runtime.config.memory import GIB, HEADROOM
+from runtime.config import memory, plan
+from runtime.config.memory import GIB, HEADROOM, CompiledMemory, capacity
 from runtime.config.validation import HostMemory, ModeChecks
 
 
@@ -32,55 +30,6 @@ def _size(n: int) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 2**10:.1f} KiB"
-
-
-@dataclasses.dataclass(frozen=True)
-class CompiledMemory:
-    """XLA's memory analysis of one compiled program (``compiled.memory_analysis()``), bytes
-    per device.
-
-    Attributes:
-      arguments: the program's inputs (the train state, the batch).
-      outputs: its outputs.
-      aliased: outputs written into donated arguments' buffers (counted once, as arguments).
-      temporaries: XLA's scratch buffers while it runs.
-      code: generated code (0 on CPU).
-    """
-
-    arguments: int
-    outputs: int
-    aliased: int
-    temporaries: int
-    code: int = 0
-
-    @property
-    def total(self) -> int:
-        """What the program holds on a device while it runs."""
-        return self.arguments + self.outputs - self.aliased + self.temporaries + self.code
-
-    @classmethod
-    def of(cls, compiled) -> CompiledMemory | None:
-        """The analysis of ``compiled`` (a ``jax.stages.Compiled``); None where the backend
-        gives none."""
-        try:
-            m = compiled.memory_analysis()
-        except Exception:  # noqa: BLE001 - a backend without the analysis
-            return None
-        if m is None:
-            return None
-        return cls(arguments=int(m.argument_size_in_bytes), outputs=int(m.output_size_in_bytes),
-                   aliased=int(m.alias_size_in_bytes), temporaries=int(m.temp_size_in_bytes),
-                   code=int(m.generated_code_size_in_bytes))
-
-
-def capacity(config, devices_used: int) -> tuple[int, str]:
-    """``(bytes, name)`` a run's device may use: ``memory.memory_limit`` where set, else
-    ``device_capacity``'s."""
-    limit = memory.memory_limit(config)
-    if limit is not None:
-        device = jax.local_devices()[0]
-        return limit, f"{device.platform}:{device.id} (device_memory_gib)"
-    return memory.device_capacity(devices_used)
 
 
 def agents_message(total: int, capacity: int, device: str, agents: int,
@@ -94,7 +43,7 @@ def agents_message(total: int, capacity: int, device: str, agents: int,
             "or seeds")
 
 
-# A field is named in a refusal where its part is at least this share of the estimate.
+# A field is named in a refusal where its part is at least this share of the plan's figure.
 SHARE_FLOOR = 0.1
 
 # What each field of ``field_shares`` asks of a run that does not fit.
@@ -110,17 +59,16 @@ REMEDIES = {
 }
 
 
-def field_shares(est: memory.MemoryEstimate, config) -> list[tuple[str, float]]:
+def field_shares(figure: plan.PlanFigure, config) -> list[tuple[str, float]]:
     """``(field, share)`` of each field behind at least ``SHARE_FLOOR`` of the plan's
-    estimate ``est``, largest first: ``policy_lag`` (the lagged copies of the params),
-    ``recurrent_hidden`` for a recurrent agent, else ``network`` (params, gradients,
-    optimizer state, core states), ``num_envs`` (rollout observations and trajectory),
-    ``num_minibatches`` (a gradient step's activations, or the value pass)."""
+    figure (``runtime.config.plan.PlanFigure``: XLA's for the update, the state's exact
+    sizes), largest first: ``policy_lag`` (the lagged copies of the params),
+    ``recurrent_hidden`` for a recurrent agent, else ``network`` (the learner state and a
+    gradient), ``num_envs`` (the trajectory), ``num_minibatches`` (the rest of XLA's figure
+    for the update: its temporaries)."""
     core = "recurrent_hidden" if config.recurrent != NO_CORE else "network"
-    parts = {"policy_lag": est.lagged_params,
-             core: est.params_optimizer - est.lagged_params + est.core_states,
-             "num_envs": est.rollout_obs + est.trajectory,
-             "num_minibatches": max(est.minibatch, est.value_pass)}
+    parts = {"policy_lag": figure.lagged, core: figure.learner_state,
+             "num_envs": figure.trajectory, "num_minibatches": figure.working}
     total = max(sum(parts.values()), 1)
     named = [(field, part / total) for field, part in parts.items()
              if part / total >= SHARE_FLOOR]
@@ -128,21 +76,23 @@ def field_shares(est: memory.MemoryEstimate, config) -> list[tuple[str, float]]:
 
 
 def device_message(used: CompiledMemory, capacity: int, device: str, config, *,
-                   shares: list[tuple[str, float]], agents: int, live: int, what: str) -> str:
+                   shares: list[tuple[str, float]], agents: int, unroll: int,
+                   what: str) -> str:
     """The one line that refuses a run whose compiled program (``what``) does not fit
-    (``agents`` agents, ``live`` gradient steps live at once): led by the field of the
+    (``agents`` agents, its gradient-step loop at ``unroll``): led by the field of the
     largest of ``shares`` (``field_shares``), every named field with its share, the
     leader's remedy."""
     field = shares[0][0]
     named = ", ".join(f"{f} {share:.0%}" for f, share in shares)
-    unroll = (f"update_unroll, whose value keeps {live} gradient steps live at once on CPU; "
-              "1 keeps one")
-    also = [f for f, more in (("num_seeds or the sweep", agents > 1), (unroll, live > 1)) if more]
+    rolled = (f"update_unroll {unroll} unrolls the gradient steps, whose buffers may then "
+              "be live at once; 1 runs them in a rolled loop")
+    also = [f for f, more in (("num_seeds or the sweep", agents > 1), (rolled, unroll != 1))
+            if more]
     return (f"{field}: {what} needs about {_size(used.total)} per device (XLA: arguments "
             f"{_size(used.arguments)}, temporaries {_size(used.temporaries)}, outputs "
             f"{_size(used.outputs - used.aliased)} beyond the donated arguments) but {device} "
-            f"has {_size(capacity)} (a run may use {HEADROOM:.0%}); by share of the plan's "
-            f"estimate: {named}; {REMEDIES[field](config)}"
+            f"has {_size(capacity)} (a run may use {HEADROOM:.0%}); by share of XLA's "
+            f"figure for one update and the state's sizes: {named}; {REMEDIES[field](config)}"
             + (f" (also: {'; '.join(also)})" if also else ""))
 
 
@@ -177,7 +127,7 @@ def compiled_refusal(config, compiled, spec: EnvSpec, mode: ModeChecks, num_shar
     own figure (``CompiledMemory``); None where it fits, or where XLA gives no figure.
     ``hparams``: the program's, with ``update_unroll`` and ``microbatches`` resolved. The
     line names the fields that make the agents where one agent would fit, else every field
-    behind a real share of the plan's estimate, largest first (``field_shares``)."""
+    behind a real share of the plan's figure, largest first (``field_shares``)."""
     used = CompiledMemory.of(compiled)
     if used is None:
         return None
@@ -188,13 +138,12 @@ def compiled_refusal(config, compiled, spec: EnvSpec, mode: ModeChecks, num_shar
     if agents > 1 and used.total // agents <= HEADROOM * cap:  # one agent would fit
         return agents_message(used.total, cap, device, agents, agent_fields(config),
                               f"XLA's figure for {what}") + OVERRIDE
-    platform = jax.local_devices()[0].platform
-    unroll, micro = hparams.update_unroll, hparams.microbatches
-    est = memory.estimate(config, spec, mode, num_shards, num_processes, platform, unroll, micro)
-    return (device_message(used, cap, device, config, shares=field_shares(est, config),
-                           agents=agents, live=memory.live_steps(config, platform, unroll),
-                           what=what)
-            + cpu_atari_hint(config.env_id, platform) + OVERRIDE)
+    resolved = plan.UpdatePlan(hparams.update_unroll, hparams.microbatches)
+    figure = plan.plan_figure(config, plan.UpdateProgram.of(config, spec, mode, num_shards),
+                              resolved, mode) or plan.PlanFigure(0, 0, used.total)
+    return (device_message(used, cap, device, config, shares=field_shares(figure, config),
+                           agents=agents, unroll=resolved.unroll, what=what)
+            + cpu_atari_hint(config.env_id, jax.local_devices()[0].platform) + OVERRIDE)
 
 
 def host_refusal(config, mode: ModeChecks, num_processes: int) -> str | None:
@@ -215,13 +164,12 @@ def shape_floor(config, mode: ModeChecks, num_shards: int) -> int:
     compiles: every agent's params and optimizer state (``jax.eval_shape`` of the learner's
     init: exact) and its rollout's observations over ``num_shards`` devices (exact; the
     bootstrap step included). A floor under XLA's figure for the compiled program, which
-    adds gradients, the trajectory and temporaries."""
+    adds gradients, the trajectory's other fields and temporaries."""
     spec = mode.env_spec(config.env_id)
-    sizes = memory.network_sizes(NetworkChoice.of(config), spec, config.optimizer,
-                                 config.max_grad_norm > 0)
+    state, traj = plan.program_inputs(plan.UpdateProgram.of(config, spec, mode, 1))
     envs = -(-config.num_envs // max(num_shards, 1))
-    per_agent = (sizes.params + sizes.opt_state
-                 + (config.num_steps + 1) * envs * memory.obs_bytes(spec))
+    obs = plan.tree_bytes((traj.obs, traj.bootstrap_obs)) // config.num_envs
+    per_agent = plan.tree_bytes((state.params, state.opt_state)) + envs * obs
     return mode.num_agents(config) * per_agent
 
 

@@ -64,7 +64,7 @@ from runtime.config.sweep import num_variants, swept, with_values
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
 # ``update_unroll`` and ``microbatches`` -1: chosen from the device and its memory
-# (``runtime.config.memory.update_plan``).
+# (``runtime.config.plan.update_plan``).
 AUTO_UNROLL = AUTO_MICROBATCHES = -1
 
 
@@ -107,7 +107,7 @@ class DeviceCounts:
 
 @dataclasses.dataclass(frozen=True)
 class HostMemory:
-    """Host buffers a mode keeps besides its devices' memory (for ``runtime.config.memory``).
+    """Host buffers a mode keeps besides its devices' memory (for ``runtime.config.memory_check``).
 
     Attributes:
       bytes: ``(config, EnvSpec, num_processes) -> bytes`` of this process's buffers.

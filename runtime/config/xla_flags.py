@@ -18,8 +18,8 @@ from runtime.process.paths import output_dir_problem
 XLA_FLAG_FIELDS = {
     "xla_cpu_multi_thread_eigen": lambda v: f"--xla_cpu_multi_thread_eigen={str(v).lower()}",
     # On by default (XLA's default); that scheduler orders an unrolled update so that every
-    # gradient step's buffers are live at once (runtime.config.memory.live_steps), which is why
-    # configs/atari_base.py turns it off. It orders ops, so results do not depend on it
+    # gradient step's buffers are live at once (XLA's figure: benchmarks/memory_check.py),
+    # which is why configs/atari_base.py turns it off. It orders ops, so results do not depend on it
     # (an LSTM, a feed-forward and a Brax config gave identical metrics with it off).
     "xla_cpu_concurrency_scheduler":
         lambda v: f"--xla_cpu_enable_concurrency_optimized_scheduler={str(v).lower()}",

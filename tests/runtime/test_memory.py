@@ -1,7 +1,7 @@
-"""runtime.config.memory: the estimate's parts by hand, the update plan it chooses,
-Sebulba's host check (``prepare``, before anything compiles), and the estimate against
-XLA's own accounting of one small compiled update. The device check by XLA's figure:
-tests/runtime/test_memory_xla.py."""
+"""runtime.config.plan: the update plan from XLA's figure for the compiled update and the
+state's exact sizes (which plan fits is chosen, found once), Sebulba's host check
+(``prepare``, before anything compiles) and the state's floor by its shapes. The device
+check by XLA's figure for the whole program: tests/runtime/test_memory_xla.py."""
 
 import re
 import time
@@ -9,84 +9,123 @@ import time
 import pytest
 
 from anakin import train as anakin_train
-from benchmarks.memory_check import compile_learner_update, measured_bytes
 from configs import atari_ppo, cartpole_ppo, cartpole_ppo_sebulba, minatar_breakout_ppo
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
-from runtime.config import memory, memory_check
-from runtime.config.agent import NetworkChoice
+from runtime.config import memory, memory_check, plan
 from sebulba import mode as sebulba_mode
 from sebulba import train as sebulba_train
 
 CARTPOLE = EnvSpec(obs_shape=(4,), obs_dtype="float32", num_actions=2)
-MINATAR = EnvSpec(obs_shape=(10, 10, 4), obs_dtype="float32", num_actions=3)
 # MLP 4 -> 64 -> 64 actor and critic, policy head 64 -> 2, value head 64 -> 1.
 MLP_PARAMS = 2 * (4 * 64 + 64 + 64 * 64 + 64) + (64 * 2 + 2) + (64 + 1)
 
 
-def test_cartpole_parts_by_hand():
+def small_cartpole(**fields):
+    """CartPole PPO, 16 envs x 16 steps on one device, 2 epochs x 2 minibatches (4
+    gradient steps, 8 envs per minibatch): updates that compile in seconds."""
     c = cartpole_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches = 8, 16, 2
-    sizes = memory.network_sizes(NetworkChoice("mlp"), CARTPOLE, "adam", True)
-    assert sizes.params == MLP_PARAMS * 4
-    assert 2 * MLP_PARAMS * 4 <= sizes.opt_state <= 2 * MLP_PARAMS * 4 + 16  # mu, nu, counts
-    est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
-    t, b = 16, 4  # 8 envs over 2 shards
-    assert est.rollout_obs == (t + 1) * b * 4 * 4
-    # action, reward, terminated, truncated, 2 logits, behaviour value, PPO's 3 values, the
-    # final observation's value (bootstrap_time_limits, on by default)
-    assert est.trajectory == t * b * (4 + 4 + 1 + 1 + 8 + 4 + 12 + 4)
-    c.bootstrap_time_limits, c.normalize_reward = False, True  # + the discounted return
-    assert memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2).trajectory == (
-        est.trajectory)
-    c.normalize_reward = False
-    assert memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2).trajectory == (
-        est.trajectory - t * b * 4)
-    assert est.params_optimizer == 2 * sizes.params + sizes.opt_state
-    samples = t * b // 2
-    assert est.minibatch == samples * int(16 + memory.BACKWARD_FACTOR
-                                          * sizes.residual_per_sample)
-    assert est.total == (est.rollout_obs + est.trajectory + est.params_optimizer
-                         + max(est.minibatch, est.value_pass))
-    c.bootstrap_time_limits, c.policy_lag = True, 3  # 3 lagged params; no behaviour values
-    lagged = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
-    assert lagged.params_optimizer == (2 + 3) * sizes.params + sizes.opt_state
-    assert lagged.trajectory == est.trajectory - t * b * 4
-    assert lagged.value_pass > est.value_pass  # the learner recomputes every value
+    c.num_devices, c.num_envs, c.num_steps, c.num_epochs, c.num_minibatches = 1, 16, 16, 2, 2
+    c.update(fields)
+    return c
 
 
-def test_recurrent_core_states_by_hand():
-    """An LSTM agent of 32 units: its params count the cell (4 gates, input and recurrent
-    kernels, biases on the recurrent side) and the heads on the core; the estimate adds the
-    envs' carried and stored core states (c and h, float32) and the [T, B] episode starts,
-    and the value pass is the whole rollout's (the unroll recomputes the values)."""
-    c = cartpole_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches, c.minibatch_kind = 8, 16, 2, "sequences"
-    c.recurrent, c.recurrent_hidden = "lstm", 32
-    h = 32
-    sizes = memory.network_sizes(NetworkChoice("mlp", "lstm", h), CARTPOLE, "adam", True)
-    torso = 4 * 64 + 64 + 64 * 64 + 64  # the actor stream only
-    cell = 4 * (64 * h + h * h + h)
-    heads = (h * 2 + 2) + (h + 1)
-    assert sizes.params == (torso + cell + heads) * 4
-    assert sizes.core_per_env == 2 * h * 4
-    est = memory.estimate(c, CARTPOLE, anakin_train.MODE, num_shards=2)
-    t, b = 16, 4
-    assert est.core_states == b * (2 * 2 * h * 4 + t)
-    assert est.value_pass >= (t + 1) * b * 4 * 4  # the copied observations of the unroll
-    assert est.total == (est.rollout_obs + est.trajectory + est.params_optimizer
-                         + est.core_states + max(est.minibatch, est.value_pass))
-    feed_forward = memory.estimate(cartpole_ppo.get_config(), CARTPOLE, anakin_train.MODE, 1)
-    assert feed_forward.core_states == 0
+def figure(c, unroll: int, micro: int, mode=anakin_train.MODE) -> plan.PlanFigure:
+    """The plan figure of ``c`` on one shard under ``(unroll, micro)``."""
+    program = plan.UpdateProgram.of(c, CARTPOLE, mode, 1)
+    return plan.plan_figure(c, program, plan.UpdatePlan(unroll, micro), mode)
 
 
-def test_agents_multiply_the_anakin_estimate():
-    c = cartpole_ppo.get_config()
-    one = memory.estimate(c, CARTPOLE, anakin_train.MODE, 1)
-    c.num_seeds = 3
-    c.sweep.learning_rate = (1e-3, 3e-4)
-    six = memory.estimate(c, CARTPOLE, anakin_train.MODE, 1)
+def with_room(c, room: float):
+    """``c`` whose device may hold ``room`` bytes under the headroom."""
+    c.device_memory_gib = room / memory.HEADROOM / memory.GIB
+    return c
+
+
+def test_exact_sizes_of_the_update_and_its_figure():
+    """The plan's parts: the learner state (params, Adam's two moments and counts) and one
+    gradient, the trajectory field by field (exact, from shapes), the rest XLA's figure for
+    the compiled update; agents multiply it, the lagged params add their copies."""
+    c = small_cartpole()
+    program = plan.UpdateProgram.of(c, CARTPOLE, anakin_train.MODE, 2)  # 8 envs per shard
+    state, traj = plan.program_inputs(program)
+    params = plan.tree_bytes(state.params)
+    assert params == MLP_PARAMS * 4
+    assert 3 * params <= plan.tree_bytes(state) <= 3 * params + 32
+    t, b = 16, 8
+    # obs and bootstrap obs; action, reward, terminated, truncated, 2 logits, the rollout's
+    # value, the final observation's value (bootstrap_time_limits, on by default)
+    assert plan.tree_bytes(traj) == (t + 1) * b * 16 + t * b * (4 + 4 + 1 + 1 + 8 + 4 + 4)
+    one = plan.plan_figure(c, program, plan.UpdatePlan(1, 1), anakin_train.MODE)
+    used = plan.update_figure(program, plan.UpdatePlan(1, 1))
+    assert one.learner_state == plan.tree_bytes(state) + params
+    assert one.trajectory == plan.tree_bytes(traj) and one.lagged == 0
+    assert one.total == used.total > one.working > 0
+    c.num_seeds, c.sweep.learning_rate = 3, (1e-3, 3e-4)
+    six = plan.plan_figure(c, program, plan.UpdatePlan(1, 1), anakin_train.MODE)
     assert six.total == 6 * one.total
+    c = small_cartpole(policy_lag=3)  # 3 lagged params; the rollout's values not shipped
+    lagged = figure(c, 1, 1)
+    assert lagged.lagged == 3 * params
+    assert lagged.trajectory == figure(small_cartpole(), 1, 1).trajectory - t * 16 * 4
+
+
+def test_recurrent_trajectory_carries_core_and_starts():
+    """An LSTM agent's trajectory adds the envs' start core state (c and h, float32) and
+    the [T, B] episode starts."""
+    ff = plan.program_inputs(plan.UpdateProgram.of(small_cartpole(), CARTPOLE,
+                                                   anakin_train.MODE, 1))[1]
+    c = small_cartpole(recurrent="lstm", recurrent_hidden=32, minibatch_kind="sequences")
+    traj = plan.program_inputs(plan.UpdateProgram.of(c, CARTPOLE, anakin_train.MODE, 1))[1]
+    assert plan.tree_bytes(traj) == plan.tree_bytes(ff) + 16 * 2 * 32 * 4 + 16 * 16
+
+
+def test_auto_unroll_is_the_most_that_fits():
+    """``update_unroll=-1``: fully unrolled on GPU/TPU; on CPU the most unroll whose
+    compiled update fits (XLA's figure; with the concurrency-optimized scheduler on, as in
+    the tests, every unrolled step keeps its buffers), else 1; an explicit value is kept."""
+    c = small_cartpole(update_unroll=3)
+    assert plan.update_plan(c, CARTPOLE, anakin_train.MODE, 1, platform="cpu").unroll == 3
+    c.update_unroll = -1
+    assert plan.update_plan(c, CARTPOLE, anakin_train.MODE, 1, platform="gpu").unroll == 0
+    size = {k: figure(c, k, 1).total for k in (0, 3, 2, 1)}
+    assert size[0] > size[2] > size[1], size
+    for room, want in ((size[0], 0), (size[2], 2 if size[3] > size[2] else 3),
+                       (size[1], 1), (size[1] // 2, 1)):
+        got = plan.update_plan(with_room(c, room), CARTPOLE, anakin_train.MODE, 1)
+        assert got == plan.UpdatePlan(want, 1), (room, size)
+
+
+def test_auto_microbatches_are_the_fewest_that_fit():
+    """``microbatches=-1``: 1 where the whole minibatch fits, else the fewest divisors of a
+    minibatch's envs per device whose update fits, else the most."""
+    c = small_cartpole(microbatches=-1)
+    size = {k: figure(c, 1, k).total for k in (1, 2, 4, 8)}
+    assert size[1] > size[2] > size[8], size
+    for room, want in ((size[1], 1), (size[1] - 1, 2), (size[8], 8), (1, 8)):
+        got = plan.update_plan(with_room(c, room), CARTPOLE, anakin_train.MODE, 1)
+        assert got == plan.UpdatePlan(1, want), (room, size)
+    c.microbatches = 3  # explicit: kept, nothing compiled
+    assert plan.update_plan(c, CARTPOLE, anakin_train.MODE, 1) == plan.UpdatePlan(1, 3)
+
+
+def test_a_plan_is_found_once(monkeypatch):
+    """The figures are cached per program and plan: planning again, or the refusal's
+    blame, compiles nothing; an explicit plan compiles nothing at all."""
+    compiled = []
+    real = plan.compile_update
+    monkeypatch.setattr(plan, "compile_update",
+                        lambda *a: compiled.append(a[1]) or real(*a))
+    plan.update_figure.cache_clear()
+    c = small_cartpole(update_unroll=-1, microbatches=-1, num_envs=8)  # unrolls 0, 3, 2, 1
+    first = plan.update_plan(c, CARTPOLE, anakin_train.MODE, 1)
+    tried = list(compiled)
+    assert first == plan.UpdatePlan(0, 1) and tried == [plan.UpdatePlan(1, 1),
+                                                        plan.UpdatePlan(0, 1)]
+    assert plan.update_plan(c, CARTPOLE, anakin_train.MODE, 1) == first
+    assert compiled == tried
+    plan.update_plan(small_cartpole(), CARTPOLE, anakin_train.MODE, 1)
+    assert compiled == tried
 
 
 def test_oversized_atari_refused_by_prepare_quickly():
@@ -103,90 +142,22 @@ def test_oversized_atari_refused_by_prepare_quickly():
     assert time.perf_counter() - t0 < 10
 
 
-def test_live_steps_of_unrolled_loops(monkeypatch):
-    """One gradient step's buffers live, but on CPU with XLA's concurrency-optimized
-    scheduler on (config field, or its flag in XLA_FLAGS, which wins) every unrolled step's;
-    the unrolled steps' minibatch inputs (uint8 and float32) are counted on CPU either way."""
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-    c = atari_ppo.get_config()  # 4 epochs x 4 minibatches
-    c.update_unroll = 0  # fully unrolled
-    assert memory.live_steps(c, "cpu") == memory.live_steps(c, "gpu") == 1
-    c.xla_cpu_concurrency_scheduler = True
-    assert memory.live_steps(c, "cpu") == 16
-    assert memory.live_steps(c, "gpu") == 1
-    c.update_unroll = 2
-    assert memory.live_steps(c, "cpu") == 2
-    c.update_unroll = 64
-    assert memory.live_steps(c, "cpu") == 16
-    monkeypatch.setenv("XLA_FLAGS", f"{memory.CONCURRENCY_FLAG}=false")
-    assert memory.live_steps(c, "cpu") == 1
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-    c = cartpole_ppo_sebulba.get_config()
-    c.num_epochs, c.num_minibatches, c.update_unroll = 4, 4, 0
-    c.xla_cpu_concurrency_scheduler = True
-    one = memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="gpu").minibatch
-    assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1, platform="cpu").minibatch == 16 * one
-    c.xla_cpu_concurrency_scheduler = False
-    n = c.num_steps * c.num_envs // 4  # samples of a minibatch
-    inputs = 15 * n * (4 * 4 + 4 * 4)  # 4 float32 obs, kept and as float32
-    assert memory.estimate(c, CARTPOLE, sebulba_train.MODE, 1,
-                           platform="cpu").minibatch == one + inputs
-
-
-def test_auto_unroll_is_the_most_that_fits(monkeypatch):
-    """``update_unroll=-1``: fully unrolled on GPU/TPU; on CPU fully unrolled when the host's
-    total RAM holds it, else the largest unroll whose estimate fits, else 1; an explicit
-    value is kept."""
-    c = minatar_breakout_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 4, 4  # 16 steps
-    c.xla_cpu_concurrency_scheduler = True  # every unrolled step live: unrolls differ a lot
-    mode, spec = anakin_train.MODE, MINATAR
-    c.update_unroll = 3
-    assert memory.update_plan(c, spec, mode, 1, platform="cpu").unroll == 3
-    c.update_unroll = -1
-    assert memory.update_plan(c, spec, mode, 1, platform="gpu").unroll == 0
-    est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", unroll=k).total
-           for k in range(17)}
-    assert est[0] == est[16] > est[5] > est[1]
-    for room, want in ((est[0], 0), (est[5] + 1, 5), (est[1], 1), (est[1] // 2, 1)):
-        monkeypatch.setattr(memory, "host_total_bytes", lambda room=room: room / memory.HEADROOM)
-        assert memory.update_plan(c, spec, mode, 1, platform="cpu").unroll == want, room
-    assert memory.estimate(c, spec, mode, 1, platform="cpu").total == est[1]  # the auto one
-
-
-def test_auto_microbatches_are_the_fewest_that_fit(monkeypatch):
-    """``microbatches=-1``: 1 where the whole minibatch fits, else the fewest divisors of a
-    minibatch's envs per device whose chunk fits (each tried with the most unroll first);
-    a micro-batch holds 1/k of the minibatch's activations and adds one gradient buffer."""
-    c = minatar_breakout_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 48, 32, 2, 1  # 24 envs each
-    mode, spec = anakin_train.MODE, MINATAR
-    c.update_unroll, c.microbatches = 1, -1
-    est = {k: memory.estimate(c, spec, mode, 1, platform="cpu", microbatches=k)
-           for k in (1, 2, 3, 4, 6, 8, 12, 24)}
-    sizes = memory.network_sizes(NetworkChoice.of(c), spec, c.optimizer, True)
-    assert est[1].minibatch == 2 * est[2].minibatch == 6 * est[6].minibatch
-    assert est[2].params_optimizer == est[1].params_optimizer + sizes.params
-    for room, want in ((est[1].total, 1), (est[1].total - 1, 2), (est[4].total, 4),
-                       (est[8].total - 1, 12), (1, 24)):
-        monkeypatch.setattr(memory, "host_total_bytes", lambda room=room: room / memory.HEADROOM)
-        assert memory.update_plan(c, spec, mode, 1, platform="cpu").microbatches == want, room
-    c.microbatches = 3  # explicit: kept
-    assert memory.update_plan(c, spec, mode, 1, platform="cpu") == memory.UpdatePlan(1, 3)
-
-
+@pytest.mark.slow
 def test_atari_ppo_starts_here_with_micro_batches(monkeypatch):
-    """The headline config on one CPU device: its plan fits this host (micro-batches where
-    the minibatch alone would not) and ``prepare`` accepts it without overrides. ``prepare``
-    checks the host's *available* RAM, which the other test worker's run lowers by some GiB
-    (once to 18.3 of 23 GiB, refusing the plan's 14.9 GiB): here it sees the host's total, as
-    a run alone on the host would."""
+    """The headline config on one CPU device: XLA's figure for its compiled update plans
+    two micro-batches, fully unrolled, on a host of 23.5 GiB (a whole 4096-sample minibatch
+    of the IMPALA ResNet does not fit), and ``prepare`` accepts it without overrides.
+    ``prepare`` checks the host's *available* RAM, which another test worker's run lowers
+    by some GiB: here it sees the host's total, as a run alone on the host would."""
     monkeypatch.setattr(memory, "host_available_bytes", memory.host_total_bytes)
     c = atari_ppo.get_config()
     spec = sebulba_train.MODE.env_spec(c.env_id)
-    plan = memory.update_plan(c, spec, sebulba_train.MODE, 1)
-    est = memory.estimate(c, spec, sebulba_train.MODE, 1)
-    assert est.total <= memory.HEADROOM * memory.host_total_bytes(), (plan, est)
+    resolved = plan.update_plan(c, spec, sebulba_train.MODE, 1)
+    if 23 * memory.GIB <= memory.host_total_bytes() <= 24 * memory.GIB:
+        assert resolved == plan.UpdatePlan(0, 2)
+    program = plan.UpdateProgram.of(c, spec, sebulba_train.MODE, 1)
+    fig = plan.plan_figure(c, program, resolved, sebulba_train.MODE)
+    assert fig.total <= memory.HEADROOM * memory.host_total_bytes(), (resolved, fig)
     sebulba_train.prepare(c)
 
 
@@ -270,11 +241,3 @@ def test_capacity_on_cpu_is_shared_host_ram():
     capacity, name = memory.device_capacity(4)
     assert name.startswith("cpu:")
     assert 0 < capacity <= memory.host_available_bytes() // 4 + 2**30
-
-
-def test_estimate_close_to_compiled_memory_analysis():
-    c = minatar_breakout_ppo.get_config()
-    c.num_envs, c.num_steps, c.num_minibatches, c.num_epochs = 32, 32, 2, 1
-    measured = measured_bytes(compile_learner_update(c, MINATAR))
-    est = memory.estimate(c, MINATAR, sebulba_train.MODE, 1).total
-    assert measured / 2 <= est <= 2 * measured, (est, measured)

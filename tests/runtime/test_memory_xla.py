@@ -10,7 +10,7 @@ import pytest
 from anakin import train as anakin_train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
-from runtime.config import memory, memory_check
+from runtime.config import memory, plan
 from sebulba import train as sebulba_train
 from tests.helpers import config_error_lines, run_entry
 
@@ -26,26 +26,33 @@ def small_cartpole(**fields):
     return c
 
 
-def figures(config) -> tuple[memory_check.CompiledMemory, memory.MemoryEstimate]:
-    """XLA's figure for ``config``'s compiled call and the hand model's estimate, per
-    device (the default capacity: both fit)."""
+def figures(config) -> tuple[memory.CompiledMemory, plan.PlanFigure]:
+    """XLA's figure for ``config``'s compiled call and the plan's figure (XLA's for one
+    agent's update on one device, the state's exact sizes), per device (the default
+    capacity: both fit)."""
     run = anakin_train.AnakinRun(config)
     run.compile(run.abstract_state())
-    used = memory_check.CompiledMemory.of(run._call)
+    used = memory.CompiledMemory.of(run._call)
     assert used is not None and used.total > 0
-    est = memory.estimate(config, run.env.spec, anakin_train.MODE, run.num_devices)
-    return used, est
+    program = plan.UpdateProgram.of(config, run.env.spec, anakin_train.MODE, run.num_devices)
+    resolved = plan.UpdatePlan(run.hparams.update_unroll, run.hparams.microbatches)
+    return used, plan.plan_figure(config, program, resolved, anakin_train.MODE)
 
 
-def test_fits_by_xla_where_the_hand_model_refused(tmp_path):
-    """A limit between XLA's figure and the estimate: the estimate (the check before this
-    one) passes 80% of it, XLA's figure does not, and the run trains."""
-    c = small_cartpole()
-    used, est = figures(c)
-    assert est.total > used.total  # the hand model is the more cautious one
-    limit = (est.total + used.total) / 2 / memory.HEADROOM
-    assert est.total > memory.HEADROOM * limit >= used.total
-    c.device_memory_gib = limit / GIB
+def test_the_planned_update_fits_and_trains(tmp_path):
+    """``microbatches=-1`` under a limit the one-pass update just passes by XLA's figure:
+    two micro-batches are chosen, and the whole call, checked by its own figure, fits and
+    trains (the call holds little beyond its update in a rolled loop; unrolled, about 5%
+    more: the plan's figure is the update's)."""
+    c = small_cartpole(microbatches=-1)
+    program = plan.UpdateProgram.of(c, anakin_train.MODE.env_spec(c.env_id),
+                                    anakin_train.MODE, 4)
+    one = plan.plan_figure(c, program, plan.UpdatePlan(1, 1), anakin_train.MODE).total
+    two = plan.plan_figure(c, program, plan.UpdatePlan(1, 2), anakin_train.MODE).total
+    assert one > two
+    c.device_memory_gib = (one - 1) / memory.HEADROOM / GIB
+    run = anakin_train.AnakinRun(c)
+    assert (run.hparams.update_unroll, run.hparams.microbatches) == (1, 2)
     rows = anakin_train.train(c, str(tmp_path))
     assert rows and rows[-1]["update"] == 2
 
@@ -54,18 +61,19 @@ SIZE = r"[\d.]+ [KMG]iB"
 
 
 def test_refused_by_xla_naming_the_fields_by_share_and_the_override(tmp_path, capsys):
-    """The demo's MLP at 64 envs: a gradient step's activations are most of the estimate,
-    the network's params and optimizer state the rest; the line names both, largest first,
-    and leads with the first."""
+    """The demo's MLP at 64 envs, 16 per device: its params, Adam's moments and a gradient
+    are most of the plan's figure, a gradient step's working memory (XLA's temporaries
+    beyond the gradient) the rest; the line names both, largest first, and leads with the
+    first."""
     c = small_cartpole()
     used, _ = figures(c)
     c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB  # half of what it needs
     with pytest.raises(ConfigError, match=(
-            rf"^num_minibatches: the update call needs about {SIZE} per device \(XLA: arguments "
+            rf"^network: the update call needs about {SIZE} per device \(XLA: arguments "
             rf"{SIZE}, temporaries {SIZE}, outputs {SIZE} beyond the donated arguments\) but "
-            rf"cpu:0 \(device_memory_gib\) has {SIZE} \(a run may use 80%\); by share of the "
-            r"plan's estimate: num_minibatches \d+%, network \d+%; raise num_minibatches or "
-            r"microbatches \(-1: the fewest that fit\); memory_check=False runs it anyway$")):
+            rf"cpu:0 \(device_memory_gib\) has {SIZE} \(a run may use 80%\); by share of XLA's "
+            r"figure for one update and the state's sizes: network \d+%, num_minibatches \d+%; "
+            r"choose a smaller network than mlp; memory_check=False runs it anyway$")):
         anakin_train.train(c, str(tmp_path / "refused"))
     c.memory_check = False
     rows = anakin_train.train(c, str(tmp_path / "anyway"))
@@ -95,7 +103,8 @@ def test_big_recurrent_core_refused_naming_recurrent_hidden(tmp_path):
     used, _ = figures(c)
     c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB
     with pytest.raises(ConfigError, match=r"^recurrent_hidden: the update call needs .*; by "
-                       r"share of the plan's estimate: recurrent_hidden \d+%[^;]*; "
+                       r"share of XLA's figure for one update and the state's sizes: "
+                       r"recurrent_hidden \d+%[^;]*; "
                        r"lower recurrent_hidden \(1024 units; the core's params grow with "
                        r"its square\); memory_check=False runs it anyway$"):
         anakin_train.train(c, str(tmp_path))
@@ -106,12 +115,12 @@ def test_lagged_params_named_with_their_share(tmp_path):
     with its share, next to recurrent_hidden, largest first (the shares add up)."""
     c = small_cartpole(num_envs=4, recurrent="gru", recurrent_hidden=512, policy_lag=4,
                        num_minibatches=1, total_env_steps=4 * 16)
-    used, est = figures(c)
-    assert est.lagged_params > 0
+    used, fig = figures(c)
+    assert fig.lagged > 0
     c.device_memory_gib = used.total / memory.HEADROOM / 2 / GIB
     with pytest.raises(ConfigError) as refused:
         anakin_train.train(c, str(tmp_path))
-    shares = re.search(r"by share of the plan's estimate: ([^;]+);", str(refused.value)).group(1)
+    shares = re.search(r"the state's sizes: ([^;]+);", str(refused.value)).group(1)
     named = [(f, int(s)) for f, s in re.findall(r"(\w+) (\d+)%", shares)]
     assert [f for f, _ in named][:2] in (["policy_lag", "recurrent_hidden"],
                                          ["recurrent_hidden", "policy_lag"]), shares
