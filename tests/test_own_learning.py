@@ -276,6 +276,11 @@ def test_micro_batches_keep_an_algorithms_math_or_are_refused(tmp_path, monkeypa
         anakin_prepare(c)
     c.microbatches = 1
     anakin_prepare(c)
+    from runtime.config.plan import candidates
+    c.microbatches = -1  # the automatic plan: one pass for it, PPO's divisors for PPO
+    assert candidates(c, 1, "cpu")[1] == [1]
+    c.algorithm = "ppo"
+    assert candidates(c, 1, "cpu")[1] == [1, 2, 4]
     mesh = data_mesh(jax.devices()[:1])
     one, two = (train(_anakin(total_env_steps=16 * 32 * 3, microbatches=k), None, mesh=mesh)
                 for k in (1, 2))

@@ -22,6 +22,8 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from rlcore.algorithms import algorithm_class
+from rlcore.algorithms.base import splits_its_loss
 from rlcore.distributions import distribution_for
 from rlcore.hparams import HParams
 from rlcore.learner import init_learner_state, make_update_fn_for, own_state_init
@@ -225,7 +227,8 @@ def candidates(config, num_shards: int, platform: str) -> tuple[list[int], list[
     tries: the config's value where it is not -1; else ``update_unroll`` 0 (fully
     unrolled) on GPU/TPU, and on CPU, where a conv-net step in a rolled loop runs about 10x
     slower, 0, then every k from the most down to 1; ``microbatches`` the divisors of a
-    minibatch's envs per device."""
+    minibatch's envs per device, or 1 for an algorithm whose loss its ``split_ready`` does
+    not split (``rlcore.algorithms.base.splits_its_loss``)."""
     derived = derive(config, num_shards)
     steps = derived.gradient_steps
     if config.update_unroll != AUTO_UNROLL:
@@ -234,6 +237,8 @@ def candidates(config, num_shards: int, platform: str) -> tuple[list[int], list[
         unrolls = [0] if platform != "cpu" else [0, *range(steps - 1, 0, -1)]
     if config.microbatches != AUTO_MICROBATCHES:
         micros = [config.microbatches]
+    elif not splits_its_loss(algorithm_class(config.algorithm)):
+        micros = [1]
     else:
         n = derived.envs_per_minibatch
         micros = [k for k in range(1, n + 1) if n % k == 0]
