@@ -119,6 +119,19 @@ class ReplayQ(AlgorithmBase):
     loss_reduction: ClassVar[str] = MEAN
     staleness_corrections: ClassVar[tuple[str, ...]] = (NONE,)
 
+    def check(self) -> None:
+        """Counts of at least 1 (a ring of no rollouts, an update of no steps, a target
+        never refreshed run nothing), epsilons in [0, 1], a schedule of 0 or more updates."""
+        for name in ("replay_rollouts", "gradient_steps", "samples_per_block", "target_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"algo.{name}: must be an integer >= 1, got "
+                                  f"{getattr(self, name)}")
+        for name in ("epsilon_start", "epsilon_end"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"algo.{name}: must be in [0, 1], got {getattr(self, name)}")
+        if self.epsilon_updates < 0:
+            raise ConfigError(f"algo.epsilon_updates: must be >= 0, got {self.epsilon_updates}")
+
     @classmethod
     def heads(cls, spec: EnvSpec) -> nn.Module:
         """``QHead`` of the env's actions (refused for a box: Q-learning needs a finite set)."""

@@ -631,8 +631,8 @@ def test_a_bad_hyperparameter_is_one_line_before_compile(user_package, tmp_path,
 @pytest.mark.parametrize("algorithm,message", [
     ("useralgos:NoLoss", "algorithm: 'useralgos:NoLoss' lacks "
      "minibatch_kinds, loss_reduction, staleness_corrections, from_hparams, "
-     "prepare, split_ready, loss, heads, act, init_state, remember, schedule, after_update "
-     "(the Algorithm protocol"),
+     "prepare, split_ready, loss, heads, act, init_state, remember, schedule, after_update, "
+     "check (the Algorithm protocol"),
     ("useralgos:NoDefault", "algorithm: 'useralgos:NoDefault' has hyperparameter temperature "
      "without a default of type float, int, bool or str"),
     ("userenvs:Corridor", "algorithm: 'userenvs:Corridor' gives type"),

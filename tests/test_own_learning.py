@@ -285,3 +285,27 @@ def test_micro_batches_keep_an_algorithms_math_or_are_refused(tmp_path, monkeypa
     one, two = (train(_anakin(total_env_steps=16 * 32 * 3, microbatches=k), None, mesh=mesh)
                 for k in (1, 2))
     assert_rows_close(one, two, tol=1e-4)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("algo.gradient_steps", 0, "algo.gradient_steps: must be an integer >= 1, got 0"),
+    ("algo.replay_rollouts", 0, "algo.replay_rollouts: must be an integer >= 1, got 0"),
+    ("sweep.algo.epsilon_end", (0.1, 1.5), "sweep.algo.epsilon_end: must be in [0, 1], got 1.5"),
+    ("recurrent", "lstm", "recurrent: examples.replay_q:ReplayQ learns from samples only; a "
+     "recurrent agent (lstm) needs whole sequences"),
+])
+def test_values_an_algorithm_cannot_run_are_refused_before_compiling(field, value, message):
+    """The algorithm's own rules of its values (``Algorithm.check``, on the config's values
+    and on each swept one) and an agent it cannot train: one line, before compiling (they
+    ran into NaN losses, a shape error and an IndexError once compiling)."""
+    from rlcore.errors import ConfigError
+
+    c = _anakin()
+    *parents, leaf = field.split(".")
+    node = c
+    for name in parents:
+        node = node[name]
+    node[leaf] = value
+    with pytest.raises(ConfigError) as e:
+        anakin_prepare(c)
+    assert str(e.value) == message

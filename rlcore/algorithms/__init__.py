@@ -43,7 +43,7 @@ REGISTRY: dict[str, type[Algorithm]] = {
 # What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
 CLASS_ATTRIBUTES = ("minibatch_kinds", "loss_reduction", "staleness_corrections")
 METHODS = ("from_hparams", "prepare", "split_ready", "loss", "heads", "act",
-           "init_state", "remember", "schedule", "after_update")
+           "init_state", "remember", "schedule", "after_update", "check")
 
 
 def algorithm_class(name: str) -> type[Algorithm]:

@@ -176,6 +176,11 @@ class Algorithm(Protocol):
         (int32 ``[]``) updates done, with the new ``params`` (a target network's refresh)."""
         ...
 
+    def check(self) -> None:
+        """Raises ``rlcore.errors.ConfigError`` (one ``algo.NAME: ...`` line) for values of
+        its hyperparameters it cannot run; validation calls it before anything compiles."""
+        ...
+
 
 class AlgorithmBase(FromHParams):
     """The defaults of the protocol's members after ``loss`` (``Algorithm``), for an
@@ -214,3 +219,6 @@ class AlgorithmBase(FromHParams):
         """``extra`` as it is."""
         del params, update
         return extra
+
+    def check(self) -> None:
+        """Nothing beyond the config fields' own rules."""

@@ -118,6 +118,25 @@ def check_own(config) -> None:
             _sweepable(f"sweep.algo.{name}", name, algorithm, defaults)
 
 
+def check_own_values(config, hparams) -> None:
+    """The algorithm's own check of its values (``Algorithm.check``) on ``hparams`` (the
+    config's ``HParams``), then on each swept value of an own hyperparameter in turn.
+
+    Raises:
+      ConfigError: the algorithm's one line (``algo.NAME: ...``), ``sweep.`` before it for
+        a swept value.
+    """
+    algorithm = algorithm_class(config.algorithm)
+    algorithm.from_hparams(hparams).check()
+    for name, values in ((config.get("sweep") or {}).get("algo") or {}).items():
+        for value in values:
+            try:
+                algorithm.from_hparams(hparams.replace(
+                    algo={**hparams.algo, name: value})).check()
+            except ConfigError as e:
+                raise ConfigError(f"sweep.{e}") from None
+
+
 def sweepable_names(config) -> tuple[str, ...]:
     """``algo.NAME`` of each float own hyperparameter of ``config.algorithm`` (what a sweep
     or ``pbt.explore`` may vary); none for an algorithm that does not load (validation says

@@ -36,7 +36,7 @@ from rlcore.networks import (
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
 from runtime.config import pbt
-from runtime.config.algo import check_own
+from runtime.config.algo import check_own, check_own_values
 from runtime.config.fields import (
     ALGO,
     BY_NAME,
@@ -57,6 +57,7 @@ from runtime.config.fields import (
     Number,
     Rule,
     Text,
+    hparams_of,
     renamed,
 )
 from runtime.config.sweep import num_variants, swept, with_values
@@ -375,12 +376,17 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     check_fields_of(config, COMMON)
     check_own(config)  # the algorithm loads, and ``algo`` holds its own hyperparameters
     recurrent = config.recurrent != NO_CORE
-    kinds = (AUTO, *accepted_kinds(algorithm_class(config.algorithm), recurrent))
+    algorithm = algorithm_class(config.algorithm)
+    require(bool(accepted_kinds(algorithm, recurrent)), "recurrent",
+            f"{config.algorithm} learns from {', '.join(algorithm.minibatch_kinds)} only; a "
+            f"recurrent agent ({config.recurrent}) needs whole sequences")
+    kinds = (AUTO, *accepted_kinds(algorithm, recurrent))
     require(config.minibatch_kind in kinds, "minibatch_kind",
             f"must be one of {', '.join(kinds)} for "
             f"{'a recurrent ' if recurrent else ''}{config.algorithm}, got "
             f"{shown(config.minibatch_kind)}")
     _validate_staleness(config)
+    check_own_values(config, hparams_of(config))  # the algorithm's own rules of its values
     _validate_wandb_installed(config)
     check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
     sizes = derive(config, num_shards)
