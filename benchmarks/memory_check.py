@@ -24,6 +24,7 @@ from rlcore.networks import make_network
 from rlcore.optim import optimizer_for
 from rlcore.types import EnvSpec, Trajectory
 from runtime.config import memory
+from runtime.config.env_args import env_kwargs_of
 from runtime.config.fields import hparams_of
 from sebulba import train as sebulba_train
 
@@ -86,7 +87,7 @@ def shipped_anakin_configs() -> list[str]:
             continue
         config = importlib.import_module(f"configs.{path.stem}").get_config()
         try:
-            anakin_train.MODE.check_env_id(config.env_id)
+            anakin_train.MODE.check_env_id(config.env_id, **env_kwargs_of(config))
         except Exception:  # noqa: BLE001 - a Sebulba-only env, or a suite not installed
             continue
         names.append(path.stem)
