@@ -134,8 +134,9 @@ def test_a_config_file_sets_them_and_the_suites_take_them(user_env):
 def test_a_lambda_from_python_says_to_pass_the_class_with_env_kwargs(user_env):
     """``anakin.run(config, env=lambda: ...)`` has no import path to record: one line that
     says what to pass instead."""
-    import anakin
     import kwargenvs
+
+    import anakin
 
     config = cartpole_ppo.get_config()
     with pytest.raises(ConfigError, match="^env_id: .*config.env_kwargs"):
