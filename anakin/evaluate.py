@@ -20,6 +20,7 @@ import functools
 import sys
 
 from runtime.commands import evaluation as ev
+from runtime.config.env_args import env_kwargs_of
 
 # The modules that start JAX's work (``jax``, the episode player, the trainer's) load in the
 # functions below: a bad argument is refused before they do (``runtime.commands.evaluation.run``).
@@ -40,7 +41,7 @@ def restore(config, workdir: str, agent: int) -> ev.Restored:
 
     checked = ev.one_device_config(config)
     validate(checked, MODE, DeviceCounts(devices=1, local_devices=1, processes=1))
-    return restore_agent(config, workdir, agent, MODE.env_spec(config.env_id), "anakin")
+    return restore_agent(config, workdir, agent, MODE.spec(config), "anakin")
 
 
 def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
@@ -58,7 +59,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     network, seed = restored.network, restored.seed
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
-    env = registry.make_jax_env(config.env_id, **overrides)
+    env = registry.make_jax_env(config.env_id, **{**env_kwargs_of(config), **overrides})
     renders = args.video and _renders(env)
     results, seen0, return0 = play_episodes(
         env, restored.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,

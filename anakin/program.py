@@ -38,6 +38,7 @@ from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.config import build, memory_check, sweep
 from runtime.config import pbt as population
+from runtime.config.env_args import env_kwargs_of
 from runtime.config.validation import derive
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.run.cadence import train_eval_due
@@ -60,7 +61,7 @@ class AnakinRun:
         self.mesh = mesh_for(config) if mesh is None else mesh
         self.num_devices = self.mesh.devices.size
         self.derived = derive(config, self.num_devices)
-        self.env = registry.make_jax_env(config.env_id)
+        self.env = registry.make_jax_env(config.env_id, **env_kwargs_of(config))
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
         # The first variant's hparams, Python numbers; the agents' swept values as a record

@@ -22,6 +22,7 @@ import jax
 from anakin import train as anakin_train
 from rlcore.types import EnvSpec
 from runtime.config import plan
+from runtime.config.env_args import env_kwargs_of
 from sebulba import train as sebulba_train
 
 # Breakout-v5 under the Atari protocol (full action space); no EnvPool probe needed.
@@ -67,7 +68,7 @@ def shipped_anakin_configs() -> list[str]:
             continue
         config = importlib.import_module(f"configs.{path.stem}").get_config()
         try:
-            anakin_train.MODE.check_env_id(config.env_id)
+            anakin_train.MODE.check_env_id(config.env_id, **env_kwargs_of(config))
         except Exception:  # noqa: BLE001 - a Sebulba-only env, or a suite not installed
             continue
         names.append(path.stem)

@@ -107,6 +107,7 @@ def raw_env_sps(config, seconds: float = 3.0) -> tuple[float, float]:
     import numpy as np
 
     from benchmarks.common import cpu_s_per_1k
+    from runtime.config.env_args import env_kwargs_of
     from sebulba.host_envs import make_host_env
 
     n = config.num_envs // config.num_actor_threads
@@ -115,7 +116,8 @@ def raw_env_sps(config, seconds: float = 3.0) -> tuple[float, float]:
     ready = threading.Barrier(len(counts) + 1, timeout=120)
 
     def worker(i):
-        env = make_host_env(config.env_id, n, seed=i * n, num_threads=config.env_threads)
+        env = make_host_env(config.env_id, n, seed=i * n, num_threads=config.env_threads,
+                            **env_kwargs_of(config))
         env.reset()
         ready.wait()
         rng = np.random.default_rng(i)
@@ -250,9 +252,10 @@ def plain_step_samples_per_s(config, repeats: int = 5) -> float:
 
     from rlcore import losses
     from rlcore.networks import make_network
+    from runtime.config.env_args import env_kwargs_of
     from sebulba.host_envs import make_host_env
 
-    env = make_host_env(config.env_id, 1, seed=0)
+    env = make_host_env(config.env_id, 1, seed=0, **env_kwargs_of(config))
     spec = env.spec
     env.close()
     net = make_network(config.network, spec)

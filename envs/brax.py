@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.autoreset import AutoResetJaxEnv
+from envs.kwargs import refused_call
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -137,7 +138,7 @@ class BraxEnv(AutoResetJaxEnv):
         try:
             env = _get_environment(name, backend=backend, **kwargs)
         except TypeError as e:  # an argument the env does not take
-            raise ConfigError(f"env_id: brax:{name} does not take {sorted(kwargs)}: {e}") from e
+            raise refused_call(f"brax:{name}", kwargs, e) from e
         ctrl = np.asarray(env.sys.actuator.ctrl_range, np.float32).reshape(-1, 2)
         low, high = ctrl[:, 0], ctrl[:, 1]
         self.env_id = f"brax:{name}"

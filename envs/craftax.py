@@ -36,6 +36,7 @@ import numpy as np
 
 from envs import vma
 from envs.autoreset import AutoResetJaxEnv, keys_as_data
+from envs.kwargs import refuse_unknown
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -95,9 +96,7 @@ class CraftaxEnv(AutoResetJaxEnv):
         env = make_craftax_env_from_name(name, auto_reset=False)
         vma.patch_modules("craftax")  # its loops inside Anakin's shard_map (envs/vma.py)
         params = env.default_params
-        unknown = sorted(set(param_overrides) - set(params.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"env_id: craftax:{name} has no env params {unknown}")
+        refuse_unknown(f"craftax:{name}", param_overrides, params.__dataclass_fields__)
         self._params = params.replace(**param_overrides)
         self._env, self.name = env, name
         self.env_id = f"craftax:{name}"

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.autoreset import AutoResetJaxEnv
-from rlcore.errors import ConfigError
+from envs.kwargs import refuse_unknown
 from rlcore.types import EnvSpec
 
 # Modules that gymnax's package import loads for rendering only: ``import gymnax`` imports
@@ -93,9 +93,7 @@ class GymnaxEnv(AutoResetJaxEnv):
             )
         env, params = _gymnax.make(env_id) if env is None else env
         if param_overrides:
-            unknown = sorted(set(param_overrides) - {f.name for f in dataclasses.fields(params)})
-            if unknown:
-                raise ConfigError(f"env_id: {env_id} has no env params {unknown}")
+            refuse_unknown(env_id, param_overrides, (f.name for f in dataclasses.fields(params)))
             params = params.replace(**param_overrides)
         action_space = env.action_space(params)
         obs = jax.eval_shape(lambda k: env.reset_env(k, params)[0], jax.random.key(0))

@@ -1,7 +1,8 @@
 """Envs from the user's own package, named by import path: ``env_id=PACKAGE.MODULE:NAME``.
 
-``NAME`` is an env class (built with no arguments), a factory function (called with none),
-or an env object. What it gives must be one of (docs/extending.md, "Your own env"):
+``NAME`` is an env class or a factory function (called with the config's ``env_kwargs``, each
+name checked against its signature first: ``envs.kwargs``), or an env object (no
+``env_kwargs``). What it gives must be one of (docs/extending.md, "Your own env"):
 
 - a gymnax ``Environment`` (from any package), or ``(env, params)`` as ``gymnax.make``
   returns: run as gymnax's own envs are, through ``envs.gymnax.GymnaxEnv``, its time limit
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 
 from envs.autoreset import AutoResetJaxEnv
 from envs.base import JaxEnv, keep_obs_frame
+from envs.kwargs import FIELD, check_signature
 from rlcore.errors import ConfigError
 from rlcore.imports import load_object, refusal, short_repr, user_frame
 from rlcore.types import EnvSpec
@@ -70,8 +72,9 @@ class StepEnvAdapter(AutoResetJaxEnv):
 
 
 def make_imported_env(path: str, **overrides: Any) -> JaxEnv:
-    """The JaxEnv of import path ``path``; ``overrides`` go to a class or factory (a gymnax
-    env's: its ``EnvParams`` fields).
+    """The JaxEnv of import path ``path``; ``overrides`` (``env_kwargs``) go to a class or
+    factory (a gymnax env's: its ``EnvParams`` fields), refused by name where its signature
+    does not take them.
 
     Raises:
       ConfigError: ``load_object``'s, or what ``path`` names is not an env (module docstring).
@@ -80,6 +83,8 @@ def make_imported_env(path: str, **overrides: Any) -> JaxEnv:
     if inspect.isclass(target) or inspect.isroutine(target) or isinstance(
             target, functools.partial):
         gymnax_class = _gymnax_class(target)
+        if not gymnax_class:
+            check_signature(path, target, overrides)
         target = _built(path, target, gymnax_class, overrides)
         overrides = overrides if gymnax_class else {}
     env = _as_jax_env(path, target, overrides)
@@ -123,8 +128,8 @@ def _as_jax_env(path: str, obj: Any, overrides: dict) -> JaxEnv:
     if is_gymnax_env(obj):
         return GymnaxEnv(path, env=(obj, obj.default_params), **overrides)
     if overrides:
-        raise ConfigError(f"env_id: '{path}' is an env object, which takes no "
-                          f"{sorted(overrides)}; name a class or factory that does")
+        raise ConfigError(f"{FIELD}.{next(iter(overrides))}: '{path}' is an env object, "
+                          "which takes no arguments; name a class or factory that does")
     kind = "JaxEnv" if all(callable(getattr(obj, m, None)) for m in JAX_ENV_METHODS) else None
     if kind is None and not all(callable(getattr(obj, m, None)) for m in ("reset", "step")):
         raise ConfigError(

@@ -31,6 +31,7 @@ import numpy as np
 
 from envs import vma
 from envs.autoreset import AutoResetJaxEnv
+from envs.kwargs import refused_call
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -68,8 +69,7 @@ class JumanjiEnv(AutoResetJaxEnv):
         try:
             env = jumanji.make(name, **kwargs)
         except TypeError as e:  # an argument the env does not take
-            raise ConfigError(f"env_id: jumanji:{name} does not take {sorted(kwargs)}: "
-                              f"{e}") from e
+            raise refused_call(f"jumanji:{name}", kwargs, e) from e
         vma.patch_modules("jumanji")  # its loops inside Anakin's shard_map (envs/vma.py)
         self._env, self.env_id = env, f"jumanji:{name}"
         obs = jax.eval_shape(lambda k: env.reset(k)[1].observation, jax.random.key(0))

@@ -29,6 +29,7 @@ import numpy as np
 from envs import vma
 from envs.autoreset import AutoResetJaxEnv
 from envs.brax import quiet
+from envs.kwargs import refuse_unknown
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -65,9 +66,7 @@ class PlaygroundEnv(AutoResetJaxEnv):
             from mujoco_playground import registry as playground_registry
 
             config = playground_registry.get_default_config(name)
-            unknown = sorted(set(config_overrides) - set(config))
-            if unknown:
-                raise ConfigError(f"env_id: playground:{name} has no config fields {unknown}")
+            refuse_unknown(f"playground:{name}", config_overrides, config)
             env = playground_registry.load(name, config_overrides={**config_overrides,
                                                                    "impl": IMPL})
             obs_size, action_size = env.observation_size, env.action_size  # a traced reset

@@ -45,8 +45,10 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from envs.base import HostEnv, JaxEnv
+from envs.kwargs import FIELD as KWARGS_FIELD
+from envs.kwargs import check_signature
 from rlcore.errors import ConfigError
-from rlcore.imports import colon_hint, is_import_path
+from rlcore.imports import colon_hint, is_import_path, load_object
 from rlcore.types import EnvSpec
 
 ANAKIN, SEBULBA = "anakin", "sebulba"
@@ -73,27 +75,10 @@ TIME_LIMIT_FIELD = {GYMNAX: "max_steps_in_episode", OWN: "max_steps",
 RENDER_OVERRIDES = {ENVPOOL: {"render_mode": "rgb_array"}}
 
 
-def _make_catch(**overrides: Any) -> JaxEnv:
-    from envs.catch import CatchEnv
-
-    return CatchEnv(**overrides)
-
-
-def _make_recall(**overrides: Any) -> JaxEnv:
-    from envs.recall import RecallEnv
-
-    return RecallEnv(**overrides)
-
-
-def _make_masked_cartpole(**overrides: Any) -> JaxEnv:
-    from envs.masked import masked_cartpole
-
-    return masked_cartpole(**overrides)
-
-
-# Our own jittable envs: name -> factory(**overrides); ids ``own:NAME`` and ``NAME-own``.
-OWN_ENVS: dict[str, Callable[..., JaxEnv]] = {"Catch": _make_catch, "Recall": _make_recall,
-                                              "MaskedCartPole": _make_masked_cartpole}
+# Our own jittable envs: name -> the import path of its class or factory (imported on first
+# use; called with the overrides its signature takes); ids ``own:NAME`` and ``NAME-own``.
+OWN_ENVS: dict[str, str] = {"Catch": "envs.catch:CatchEnv", "Recall": "envs.recall:RecallEnv",
+                            "MaskedCartPole": "envs.masked:masked_cartpole"}
 
 
 class Resolved(NamedTuple):
@@ -265,52 +250,62 @@ def _check_is_id(env_id) -> None:
     raise ConfigError(f"env_id: must be a string such as {EXAMPLE_ID}, got {text}")
 
 
-def check_jax_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless Anakin runs ``env_id``; an import
-    path is imported and its env checked (``envs.imported``)."""
+def check_jax_env_id(env_id: str, **env_kwargs: Any) -> None:
+    """Raises ConfigError (with close matches) unless Anakin runs ``env_id`` with
+    ``env_kwargs``; an import path is imported and its env checked (``envs.imported``)."""
     _check_is_id(env_id)
-    _check_imported(*resolve(env_id, ANAKIN))
+    _check_built(*resolve(env_id, ANAKIN), env_kwargs)
 
 
-def check_host_env_id(env_id: str) -> None:
-    """Raises ConfigError (with close matches) unless Sebulba runs ``env_id``; an import
-    path is imported and its env checked."""
+def check_host_env_id(env_id: str, **env_kwargs: Any) -> None:
+    """Raises ConfigError (with close matches) unless Sebulba runs ``env_id`` with
+    ``env_kwargs``; an import path is imported and its env checked."""
     _check_is_id(env_id)
-    _check_imported(*resolve(env_id, SEBULBA))
+    _check_built(*resolve(env_id, SEBULBA), env_kwargs)
 
 
-def _check_imported(library: str, name: str) -> None:
-    if library == IMPORTED:
-        _make_jittable(library, name)
+def _check_built(library: str, name: str, env_kwargs: dict[str, Any]) -> None:
+    """Builds the env of an import path, or of any library given ``env_kwargs`` (their
+    names checked first, ``envs.kwargs``); EnvPool's envs take none."""
+    if library == ENVPOOL and env_kwargs:
+        raise ConfigError(f"{KWARGS_FIELD}.{next(iter(env_kwargs))}: EnvPool's {name} takes "
+                          "no env_kwargs here (Sebulba sets its options); leave env_kwargs "
+                          "empty, or name a jittable env (gymnax:, own: or your own class)")
+    if library == IMPORTED or (env_kwargs and library in JITTABLE):
+        _make_jittable(library, name, **env_kwargs)
 
 
-def jax_env_spec(env_id: str) -> EnvSpec:
-    """The EnvSpec of ``env_id`` in Anakin; compiles nothing."""
-    return make_jax_env(env_id).spec
+def jax_env_spec(env_id: str, **env_kwargs: Any) -> EnvSpec:
+    """The EnvSpec of ``env_id`` (built with ``env_kwargs``) in Anakin; compiles nothing."""
+    return make_jax_env(env_id, **env_kwargs).spec
 
 
-def host_env_spec(env_id: str) -> EnvSpec:
-    """The EnvSpec of ``env_id`` in Sebulba (EnvPool: from a 1-env probe)."""
+def host_env_spec(env_id: str, **env_kwargs: Any) -> EnvSpec:
+    """The EnvSpec of ``env_id`` (built with ``env_kwargs``) in Sebulba (EnvPool: from a
+    1-env probe)."""
     library, name = resolve(env_id, SEBULBA)
     if library in JITTABLE:
-        return _make_jittable(library, name).spec
-    env = make_host_env(env_id, 1, seed=0)
+        return _make_jittable(library, name, **env_kwargs).spec
+    env = make_host_env(env_id, 1, seed=0, **env_kwargs)
     try:
         return env.spec
     finally:
         env.close()
 
 
-def env_spec(env_id: str, architecture: str) -> EnvSpec:
+def env_spec(env_id: str, architecture: str, **env_kwargs: Any) -> EnvSpec:
     """The EnvSpec of ``env_id`` in ``architecture`` (``ANAKIN``: ``jax_env_spec``;
     ``SEBULBA``: ``host_env_spec``): the spec a run of it built its network for."""
-    return jax_env_spec(env_id) if architecture == ANAKIN else host_env_spec(env_id)
+    spec = jax_env_spec if architecture == ANAKIN else host_env_spec
+    return spec(env_id, **env_kwargs)
 
 
 def _make_jittable(library: str, name: str, **overrides: Any) -> JaxEnv:
     """The jittable env ``name`` of ``library`` (``gymnax``, ``own`` or ``brax``)."""
     if library == OWN:
-        return OWN_ENVS[name](**overrides)
+        builder = load_object(OWN_ENVS[name], "env_id")
+        check_signature(f"own:{name}", builder, overrides)
+        return builder(**overrides)
     if library == IMPORTED:
         from envs.imported import make_imported_env
 

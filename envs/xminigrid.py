@@ -29,6 +29,7 @@ import numpy as np
 
 from envs import vma
 from envs.autoreset import AutoResetJaxEnv, keys_as_data
+from envs.kwargs import refuse_unknown
 from rlcore.errors import ConfigError
 from rlcore.types import EnvSpec
 
@@ -65,9 +66,7 @@ class XMiniGridEnv(AutoResetJaxEnv):
 
         env, params = xminigrid.make(name)
         vma.patch_modules("xminigrid")  # its loops inside Anakin's shard_map (envs/vma.py)
-        unknown = sorted(set(param_overrides) - set(params.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"env_id: xminigrid:{name} has no env params {unknown}")
+        refuse_unknown(f"xminigrid:{name}", param_overrides, params.__dataclass_fields__)
         self._env, self._params = env, params.replace(**param_overrides)
         self.env_id = f"xminigrid:{name}"
         self.spec = EnvSpec(obs_shape=tuple(int(d) for d in env.observation_shape(self._params)),

@@ -61,10 +61,11 @@ def load_object(path: str, field: str) -> Any:
     return getattr(module, name)
 
 
-def path_of(obj: Any, field: str) -> str:
+def path_of(obj: Any, field: str, hint: str = "") -> str:
     """The import path of ``obj`` (an import path given as a string is returned as it is):
     ``MODULE:NAME`` of a class or function, or of an object bound to a name at the top level
-    of its class's module or of ``__main__`` (a notebook's or script's own).
+    of its class's module or of ``__main__`` (a notebook's or script's own). ``hint`` ends
+    the refusal's line (e.g. where the arguments of what builds it go).
 
     Raises:
       ConfigError: ``obj`` has no such name (a lambda, a nested function, an object built
@@ -84,7 +85,7 @@ def path_of(obj: Any, field: str) -> str:
                 return f"{module}:{name}"
     raise ConfigError(f"{field}: {type(obj).__name__} object {short_repr(obj)} has no name at the "
                       "top level of a module; pass its class, or a function at the top level "
-                      "that builds it")
+                      f"that builds it{hint}")
 
 
 def one_line(error: BaseException, limit: int = 200) -> str:

@@ -37,6 +37,7 @@ from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.commands.result import RunResult, run_result
 from runtime.config import build, memory_check
+from runtime.config.env_args import env_kwargs_of
 from runtime.config.validation import derive
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.process import failure
@@ -70,7 +71,7 @@ class SebulbaRun:
         self.layout = make_layout(config)
         shards = self.layout.learner_mesh.devices.size
         self.derived = derive(config, shards)
-        self.spec = registry.host_env_spec(config.env_id)
+        self.spec = MODE.spec(config)
         lag = MODE.policy_lag(config) or 0
         learner = build.learner(config, self.spec, MODE, shards,
                                 distributed.device_counts().processes,
@@ -118,7 +119,7 @@ class SebulbaRun:
         if not cfg.eval_every:
             return None
         env = make_host_env(cfg.env_id, cfg.eval_episodes, seed=train_eval_host_seed(cfg.seed),
-                            num_threads=cfg.env_threads)
+                            num_threads=cfg.env_threads, **env_kwargs_of(cfg))
         return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
                         cfg.eval_max_steps, functools.partial(initial_core, self.network))
 
@@ -143,7 +144,7 @@ class SebulbaRun:
 
         def env_factory(n, first):
             return make_host_env(cfg.env_id, n, seed=base_seed, first_env_index=first,
-                                 num_threads=cfg.env_threads)
+                                 num_threads=cfg.env_threads, **env_kwargs_of(cfg))
 
         actors, queues = [], []
         lag = MODE.policy_lag(cfg)

@@ -228,6 +228,7 @@ def restore_saved(workdir: str, agent: int) -> ev.Restored:
     restored as its evaluate command restores it; raises ``EvalError("--flag: ...")`` for
     a bad argument."""
     from envs.registry import env_spec  # the env's spec: envs, below both modes
+    from runtime.config.env_args import env_kwargs_of
     from runtime.config.sweep import num_agents
 
     ev.check_agent_index(agent)
@@ -235,7 +236,8 @@ def restore_saved(workdir: str, agent: int) -> ev.Restored:
     mode = saved_mode(workdir)
     config = ev.load_config(workdir, saved_defaults())
     ev.check_agent(agent, num_agents(config))
-    return restore_agent(config, workdir, agent, env_spec(config.env_id, mode), mode)
+    spec = env_spec(config.env_id, mode, **env_kwargs_of(config))
+    return restore_agent(config, workdir, agent, spec, mode)
 
 
 def load_policy(workdir: str, agent: int = 0, greedy: bool = True) -> tuple[Policy, Any]:

@@ -176,6 +176,11 @@ def _ready(config, workdir, trainer: Trainer, fresh: bool) -> tuple[ModeChecks, 
     return mode, train
 
 
+# Where an env built with arguments from Python goes instead (docs/extending.md, "Your own
+# env"): a lambda or an instance made in a function has no import path to record.
+ENV_HINT = ", with its arguments in config.env_kwargs (e.g. env=MyEnv, config.env_kwargs.size=7)"
+
+
 def with_own_code(config, *, env: Any = None, network: Any = None, algorithm: Any = None):
     """A copy of ``config`` whose ``env_id``, ``network`` and ``algorithm`` name ``env``,
     ``network`` and ``algorithm`` (objects of the caller's, or import paths; None keeps the
@@ -189,7 +194,7 @@ def with_own_code(config, *, env: Any = None, network: Any = None, algorithm: An
     out = copy.deepcopy(config)
     for field, obj in (("env_id", env), ("network", network), ("algorithm", algorithm)):
         if obj is not None:
-            out[field] = path_of(obj, field)
+            out[field] = path_of(obj, field, ENV_HINT if field == "env_id" else "")
     fill_own(out)
     return out
 

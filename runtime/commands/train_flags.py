@@ -47,9 +47,9 @@ class TrainFlags:
         ``--config`` value mapped through ``locate``."""
         if not any(re.match(r"^--?config(=|$)", arg) for arg in argv[1:]):
             argv = [argv[0], f"--config={self.default_config}", *argv[1:]]
-        # The algorithm's own hyperparameters are set once the config (and so its algorithm)
-        # is loaded; ml_collections, which reads its overrides' names from sys.argv, must not
-        # see them.
+        # The algorithm's own hyperparameters and the env's own arguments are set once the
+        # config (and so its algorithm) is loaded; ml_collections, which reads its overrides'
+        # names from sys.argv, must not see them.
         argv, own = command_line_own(argv)
         sys.argv[:] = command_line_own(sys.argv)[0]
         return parse_flags(located_config(argv, self.locate), self.mode, own)

@@ -29,14 +29,18 @@ from rlcore.algorithms import algorithm_class
 from rlcore.algorithms.base import own_hyperparameters, sweepable_own
 from rlcore.errors import ConfigError
 from rlcore.imports import short_repr
+from runtime.config import env_args
 from runtime.config.fields import ALGO
 
-OWN_FLAG = re.compile(r"^--?config\.((?:sweep\.)?algo\.[A-Za-z_]\w*)=(.*)$")
+# The sub-configs whose keys are names the user gives (ml_collections cannot take them from
+# a command line): the algorithm's own hyperparameters and the env's own arguments
+# (``runtime.config.env_args``), each also under ``sweep.``.
+OWN_FLAG = re.compile(r"^--?config\.((?:sweep\.)?(?:algo|env_kwargs)\.[A-Za-z_]\w*)=(.*)$")
 
 
 def command_line_own(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """``(argv without the own-hyperparameter overrides, [(path, text)])``: ``path`` is
-    ``algo.NAME`` or ``sweep.algo.NAME``."""
+    """``(argv without the own-hyperparameter and env-argument overrides, [(path, text)])``:
+    ``path`` is ``algo.NAME``, ``env_kwargs.NAME`` or either under ``sweep.``."""
     rest, own = [], []
     for arg in argv:
         found = OWN_FLAG.match(arg)
@@ -49,11 +53,17 @@ def command_line_own(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]
 
 def set_own(config, own: list[tuple[str, str]]) -> None:
     """Sets each ``(path, text)`` of ``command_line_own`` in ``config``, parsed by the
-    hyperparameter's default's type (a sweep's as a comma-separated tuple of floats).
+    hyperparameter's default's type (a sweep's as a comma-separated tuple of floats); the
+    env's arguments by ``runtime.config.env_args.set_given``.
 
     Raises:
       ConfigError: an unknown name or a value that does not parse, naming ``path``.
     """
+    env = [(p, t) for p, t in own if p.split(".")[-2] == env_args.FIELD]
+    own = [(p, t) for p, t in own if p.split(".")[-2] != env_args.FIELD]
+    if env:
+        with _unlocked(config):
+            env_args.set_given(_node(config, (env_args.FIELD,)), env)
     if not own:
         return
     algorithm = algorithm_class(config.algorithm)

@@ -243,6 +243,11 @@ FIELDS: tuple[Field, ...] = (
           "EnvPool's where it has it), or one that names its library (`gymnax:<id>`, "
           "`envpool:<id>`, `own:<name>`).",
           Checked("an env id the mode runs (close matches are suggested)")),
+        F("env_kwargs", SUBCONFIG, "The env's own arguments, `env_kwargs.NAME`, passed to its "
+          "class or factory, or to its suite's constructor (gymnax's env params, ...); empty: "
+          "none (docs/extending.md, \"Your own env\").",
+          Checked("arguments the env's builder takes, by name; not sweepable (a run per "
+                  "value)")),
         F("algorithm", "ppo", "The learning algorithm: a built-in one, or your own "
           "(docs/extending.md).", Choice(ALGORITHMS, imports=True)),
         F("algo", SUBCONFIG, "The algorithm's own hyperparameters, `algo.NAME` (the built-in "
@@ -537,6 +542,7 @@ def default_config(**given) -> ml_collections.ConfigDict:
 
 
 ALGO = "algo."  # an own hyperparameter's name in a sweep variant and a metrics line
+ENV_KWARGS = "env_kwargs."  # an env argument's name in a resume's refusal
 
 
 def is_swept_key(key: str) -> bool:

@@ -152,7 +152,7 @@ def host_refusal(config, mode: ModeChecks, num_processes: int) -> str | None:
     None where they fit or the mode keeps none."""
     if mode.host_memory is None:
         return None
-    need = mode.host_memory.bytes(config, mode.env_spec(config.env_id), num_processes)
+    need = mode.host_memory.bytes(config, mode.spec(config), num_processes)
     available = memory.host_available_bytes()
     if need <= HEADROOM * available:
         return None
@@ -165,7 +165,7 @@ def shape_floor(config, mode: ModeChecks, num_shards: int) -> int:
     init: exact) and its rollout's observations over ``num_shards`` devices (exact; the
     bootstrap step included). A floor under XLA's figure for the compiled program, which
     adds gradients, the trajectory's other fields and temporaries."""
-    spec = mode.env_spec(config.env_id)
+    spec = mode.spec(config)
     state, traj = plan.program_inputs(plan.UpdateProgram.of(config, spec, mode, 1))
     envs = -(-config.num_envs // max(num_shards, 1))
     obs = plan.tree_bytes((traj.obs, traj.bootstrap_obs)) // config.num_envs

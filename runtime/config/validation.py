@@ -35,8 +35,9 @@ from rlcore.networks import (
 )
 from rlcore.staleness import CORRECTIONS
 from rlcore.types import EnvSpec
-from runtime.config import pbt
+from runtime.config import env_args, pbt
 from runtime.config.algo import check_own, check_own_values
+from runtime.config.env_args import env_kwargs_of
 from runtime.config.fields import (
     ALGO,
     BY_NAME,
@@ -131,8 +132,10 @@ class ModeChecks:
       name: ``"anakin"`` or ``"sebulba"`` (for messages).
       check_fields: ``(config, DeviceCounts) -> learner shards over all processes``; checks
         the mode's own fields, raising ConfigError.
-      check_env_id: raises ConfigError (with close matches) for an id the mode cannot run.
-      env_spec: ``env_id -> EnvSpec`` without compiling anything.
+      check_env_id: ``(env_id, **env_kwargs)``: raises ConfigError (with close matches)
+        for an id the mode cannot run, or arguments its env does not take.
+      env_spec: ``(env_id, **env_kwargs) -> EnvSpec`` without compiling anything; read
+        through ``spec``, which passes the config's.
       num_agents: ``config -> agents`` trained in one program.
       rollout_values: whether the learner's trajectory carries the rollout's values at
         policy lag 0, so the algorithm need not recompute them.
@@ -150,8 +153,8 @@ class ModeChecks:
 
     name: str
     check_fields: Callable[[ml_collections.ConfigDict, DeviceCounts], int]
-    check_env_id: Callable[[str], None]
-    env_spec: Callable[[str], EnvSpec]
+    check_env_id: Callable[..., None]
+    env_spec: Callable[..., EnvSpec]
     num_agents: Callable[[ml_collections.ConfigDict], int]
     rollout_values: bool
     devices_used: Callable[[ml_collections.ConfigDict, int, int], int]
@@ -159,6 +162,10 @@ class ModeChecks:
     check_before_join: Callable[[ml_collections.ConfigDict], None] = lambda config: None
     default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
     keeps_lagged_params: bool = False
+
+    def spec(self, config) -> EnvSpec:
+        """The EnvSpec of ``config``'s env (``env_id`` with its ``env_kwargs``)."""
+        return self.env_spec(config.env_id, **env_kwargs_of(config))
 
     def policy_lag(self, config) -> int | None:
         """The run's policy lag, by the one rule both modes follow: ``policy_lag`` where
@@ -288,7 +295,7 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     _validate_sweep(config, shards, mode.check_env_id)
     pbt.check(config, mode.num_agents(config), check_field, derive(config).num_updates)
     # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
-    _validate_network(config, mode.env_spec(config.env_id))
+    _validate_network(config, mode.spec(config))
     return shards
 
 
@@ -313,6 +320,7 @@ def _validate_structure(config) -> None:
     for field in DEBUG_FIELDS:
         require(field in debug, f"debug.{field}", "is missing")
     pbt.check_structure(config)
+    env_args.check_structure(config)
     if "sweep" not in config:
         return
     sweep = config.sweep
@@ -321,6 +329,7 @@ def _validate_structure(config) -> None:
     for field, values in sweep.items():
         require(field in config and field not in ("debug", "sweep"), "sweep",
                 f"{field!r} is not a field of the config")
+        require(field != env_args.FIELD, "sweep.env_kwargs", env_args.SWEEP_REFUSAL)
         if field == "algo":  # the own hyperparameters' tuples (``runtime.config.algo``)
             require(isinstance(values, (ml_collections.ConfigDict, Mapping)), "sweep.algo",
                     f"must be a sub-config of value tuples, got {shown(values)}")
@@ -388,7 +397,8 @@ def _validate_common(config, num_shards: int, check_env_id) -> None:
     _validate_staleness(config)
     check_own_values(config, hparams_of(config))  # the algorithm's own rules of its values
     _validate_wandb_installed(config)
-    check_env_id(config.env_id)  # the env registry's (a string, and one the mode runs)
+    # The env registry's: a string, one the mode runs, and arguments its env takes.
+    check_env_id(config.env_id, **env_kwargs_of(config))
     sizes = derive(config, num_shards)
     require(config.num_envs % num_shards == 0, "num_envs",
             f"{config.num_envs} envs do not split over {num_shards} learner devices")

@@ -14,7 +14,7 @@ import json
 import os
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import ALGO, RESUMABLE_CHANGES  # fields a resume may change
+from runtime.config.fields import ALGO, ENV_KWARGS, RESUMABLE_CHANGES
 from runtime.config.saved import check_version, upgrade_saved, version_of
 from runtime.config.validation import derive
 from runtime.run import files as run_files
@@ -94,14 +94,16 @@ def changed_fields(saved: dict, now: dict, may_change=frozenset(),
 def refusal(workdir: str, version: int, field: str, was, given) -> ConfigError:
     """The one line of a resume refused for ``field`` (``changed_fields``' first), saved
     as ``was``, now ``given``, in a run of format ``version``: a field one side lacks (but
-    an algorithm's own) is the version's doing, which no value given can mend."""
+    an algorithm's own or an env argument) is the version's doing, which no value given can
+    mend."""
     fresh = "or pass --fresh to move the previous run aside and start over"
-    if not field.startswith(ALGO) and given is ABSENT:
+    named = field.startswith((ALGO, ENV_KWARGS))  # a name the user gives, not a field
+    if not named and given is ABSENT:
         return ConfigError(
             f"{field}: {workdir} was written by another podracer-rl (run format {version}) "
             f"with a field this version does not have ({field}={_shown(was)}), so this "
             f"version cannot continue it; continue it with that version, {fresh}")
-    if not field.startswith(ALGO) and was is ABSENT:
+    if not named and was is ABSENT:
         return ConfigError(
             f"{field}: {workdir} was written by an older podracer-rl (run format {version}) "
             f"without this field, and this version has no value that continues it; continue "

@@ -1,0 +1,91 @@
+"""The env's own arguments in a config: the ``env_kwargs`` sub-config.
+
+``env_kwargs.NAME`` goes to the env's class or factory, or to its suite's constructor, where
+every env of the run is built (``env_kwargs_of``); which names the env takes
+is the env's to say (``envs.kwargs``, checked with the env id). See docs/design.md, "The
+env's own arguments".
+
+- ``env_kwargs_of`` reads them as the keyword arguments every builder of the run's env
+  and spec is given;
+- ``set_given`` sets the ``--config.env_kwargs.NAME=VALUE`` overrides that
+  ``runtime.config.algo.command_line_own`` took out of a command line, each value read as a
+  Python literal (``7``, ``0.5``, ``True``, ``(3, 4)``) or else as the string it is;
+- ``check_structure`` is validation's check of the sub-config's form;
+- ``SWEEP_REFUSAL``: a sweep cannot vary them (an env's arguments may set its shapes and
+  lengths, which the agents of one program share).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+import ml_collections
+
+from rlcore.errors import ConfigError
+from rlcore.imports import short_repr
+
+FIELD = "env_kwargs"
+PREFIX = FIELD + "."
+SWEEP_REFUSAL = ("an env's arguments may set its shapes and lengths, which the agents of one "
+                 "program share, so they are not swept: start one run per value (each with "
+                 "its own --workdir)")
+_VALUES = (bool, int, float, str, type(None))
+
+
+def env_kwargs_of(config) -> dict[str, Any]:
+    """The env's own arguments of a run config (``config.env_kwargs`` as a plain dict; empty
+    where the config, e.g. an older run's, has none): what every builder of its env or
+    spec is given."""
+    given = config.get(FIELD) or {}
+    return dict(given.to_dict() if hasattr(given, "to_dict") else given)
+
+
+def set_given(node, given: list[tuple[str, str]]) -> None:
+    """Sets each ``(path, text)`` (``env_kwargs.NAME`` or ``sweep.env_kwargs.NAME``) in
+    ``node``, the config's (unlocked) ``env_kwargs``; a sweep's is refused.
+
+    Raises:
+      ConfigError: ``sweep.env_kwargs.NAME: ...`` (``SWEEP_REFUSAL``).
+    """
+    for path, text in given:
+        if not path.startswith(PREFIX):
+            raise ConfigError(f"{path}: {SWEEP_REFUSAL}")
+        node[path[len(PREFIX):]] = parsed(text)
+
+
+def parsed(text: str) -> Any:
+    """A command line's value: a Python literal, ``true``/``false`` as booleans, else the
+    string itself."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if _plain(value) else text
+
+
+def check_structure(config) -> None:
+    """``env_kwargs`` is a sub-config of identifier names to plain values (numbers,
+    strings, booleans, None, or tuples of them), which ``config.json`` records as given.
+
+    Raises:
+      ConfigError: ``env_kwargs: ...`` or ``env_kwargs.NAME: ...``, one line.
+    """
+    given = config.get(FIELD, {})
+    if not isinstance(given, (ml_collections.ConfigDict, Mapping)):
+        raise ConfigError(f"{FIELD}: must be a sub-config of the env's arguments "
+                          f"(env_kwargs.NAME = value), got {short_repr(given)}")
+    for name, value in given.items():
+        if not _plain(value):
+            raise ConfigError(f"{PREFIX}{name}: must be a number, string, boolean, None or "
+                              f"a tuple of them, got {short_repr(value)}")
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is one ``config.json`` records as given (and reads back equal)."""
+    if isinstance(value, (tuple, list)):
+        return all(isinstance(v, _VALUES) for v in value)
+    return isinstance(value, _VALUES)
