@@ -35,7 +35,10 @@ from runtime.config.agent import NetworkChoice, network_of
 from runtime.config.fields import hparams_of
 from runtime.config.memory import HEADROOM, CompiledMemory, plan_capacity
 from runtime.config.validation import AUTO_MICROBATCHES, AUTO_UNROLL, ModeChecks, derive
-from runtime.distributed import DATA_AXIS
+
+# The axis of the one-device mesh the plan's update compiles on (its name labels nothing
+# outside this program; the config room comes before runtime.distributed).
+DATA_AXIS = "data"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -68,7 +68,8 @@ def test_continuous_smoke_three_updates(env_id, dim, bound, tmp_path):
                                            greedy=True, video="v.mp4", max_episode_steps=20))
     np.testing.assert_array_equal(evaluation.results.lengths, [20, 20])
     assert np.all(np.isfinite(evaluation.results.returns))
-    assert len(evaluation.frames) == 20 and evaluation.frames[0].ndim == 3
+    # 20 steps and the observation the episode ended on
+    assert len(evaluation.frames) == 21 and evaluation.frames[0].ndim == 3
 
 
 @pytest.mark.slow

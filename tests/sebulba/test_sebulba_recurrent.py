@@ -173,6 +173,7 @@ def test_evaluate_command_with_a_core(plain, tmp_path):
     table = parse_table(proc.stdout)
     assert table["length"]["min"] == table["length"]["max"] == 6.0, proc.stdout
     assert table["return"]["min"] >= -1.0 and table["return"]["max"] <= 1.0, proc.stdout
-    # the writer's count: a gif reader merges the identical blank frames
-    assert f"video: {video} (6 frames of " in proc.stdout
+    # the writer's count (6 steps and the observation the episode ended on): a gif reader
+    # merges the identical blank frames
+    assert f"video: {video} (7 frames of " in proc.stdout
     assert read_video(str(video)).shape[0] >= 2
