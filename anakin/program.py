@@ -39,7 +39,7 @@ from runtime.commands import train as train_command
 from runtime.config import build, memory_check, sweep
 from runtime.config import pbt as population
 from runtime.config.env_args import env_kwargs_of
-from runtime.config.validation import derive
+from runtime.config.resolved import resolve
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.run.cadence import train_eval_due
 
@@ -60,18 +60,16 @@ class AnakinRun:
         self.config = config
         self.mesh = mesh_for(config) if mesh is None else mesh
         self.num_devices = self.mesh.devices.size
-        self.derived = derive(config, self.num_devices)
-        self.env = registry.make_jax_env(config.env_id, **env_kwargs_of(config))
         self.tags = sweep.agent_tags(config)
         self.num_agents = len(self.tags)
-        # The first variant's hparams, Python numbers; the agents' swept values as a record
-        # of [A] arrays (None for one agent or no sweep: values run as plain numbers).
-        # Every variant's optimizer state has this one's structure (validation sees to it).
-        self.lag = MODE.policy_lag(config)
-        learner = build.learner(config, self.env.spec, MODE, self.num_devices,
-                                distributed.device_counts().processes,
-                                self.derived.num_updates, sweep.variants(config)[0],
-                                policy_lag=self.lag)
+        # The first variant's hparams, Python numbers; the agents' swept values live in the
+        # state (anakin.population). Every variant's optimizer state has this one's
+        # structure (validation sees to it).
+        self.resolved = resolve(config, MODE, self.num_devices,
+                                distributed.device_counts().processes, sweep.variants(config)[0])
+        self.derived, self.lag = self.resolved.sizes, self.resolved.policy_lag
+        learner = self.resolved.learner
+        self.env = registry.make_jax_env(config.env_id, **env_kwargs_of(config))
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         seeds = jnp.asarray([t["seed"] for t in self.tags])

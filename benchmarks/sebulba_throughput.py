@@ -97,7 +97,7 @@ def make_config(args, split: str, recurrent: str = "none"):
     if args.recurrent:  # both rows of a split take whole sequences
         c.recurrent, c.recurrent_hidden = recurrent, args.recurrent_hidden
         c.minibatch_kind = "sequences"
-    machine.resolve_actor_threads(c, processes=1)
+    c.num_actor_threads = machine.actor_threads(c, processes=1)
     return c
 
 

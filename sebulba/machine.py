@@ -49,17 +49,16 @@ def auto_actor_threads(envs_per_device: int, cores_per_device: int, accelerator:
     return next(t for t in range(target, 0, -1) if envs_per_device % t == 0)
 
 
-def resolve_actor_threads(config, processes: int) -> int:
+def actor_threads(config, processes: int) -> int:
     """``config.num_actor_threads``, or where it is 0 the machine's count
-    (``auto_actor_threads`` on this process's cores and first actor device), written back
-    into ``config`` so that the run, its ``config.json`` and its summary name it.
+    (``auto_actor_threads`` on this process's cores and first actor device); the config is
+    not written (``runtime.config.resolved.recorded`` records it for the run).
 
     Call with ``num_envs``, ``actor_device_ids`` and the process count already checked.
     """
-    if config.num_actor_threads == 0:
-        devices = config.actor_device_ids
-        platform = jax.local_devices()[devices[0]].platform
-        config.num_actor_threads = auto_actor_threads(
-            max(1, config.num_envs // (processes * len(devices))),
-            max(1, usable_cores() // len(devices)), platform != "cpu")
-    return config.num_actor_threads
+    if config.num_actor_threads != 0:
+        return config.num_actor_threads
+    devices = config.actor_device_ids
+    platform = jax.local_devices()[devices[0]].platform
+    return auto_actor_threads(max(1, config.num_envs // (processes * len(devices))),
+                              max(1, usable_cores() // len(devices)), platform != "cpu")

@@ -46,11 +46,11 @@ def check_fields(config, counts: v.DeviceCounts) -> int:
     v.int_at_most("debug.actor_jitter_ms", jitter)  # time.sleep overflows on huge ones
     v.positive_int(config, "num_envs")
     check_threads_per_process(config, counts.processes)
-    machine.resolve_actor_threads(config, counts.processes)  # 0: from the machine
-    actors = counts.processes * len(config.actor_device_ids) * config.num_actor_threads
+    threads = machine.actor_threads(config, counts.processes)  # 0: from the machine
+    actors = counts.processes * len(config.actor_device_ids) * threads
     v.require(config.num_envs % actors == 0, "num_envs",
               f"{config.num_envs} envs do not split over {counts.processes} processes x "
-            f"{len(config.actor_device_ids)} actor devices x {config.num_actor_threads} threads")
+              f"{len(config.actor_device_ids)} actor devices x {threads} threads")
     return counts.processes * len(config.learner_device_ids)
 
 
@@ -74,7 +74,7 @@ def host_bytes(config, spec, num_processes: int = 1) -> int:
     """Host bytes of this process's rollouts: ``queue_depth`` rollouts per actor thread plus
     the learner's assembled batch (one rollout of every local env); a rollout is its
     ``Trajectory``'s exact bytes (``rollout_bytes``)."""
-    threads = len(config.actor_device_ids) * config.num_actor_threads
+    threads = len(config.actor_device_ids) * machine.actor_threads(config, num_processes)
     local_envs = config.num_envs // num_processes
     return (queue_depth(config) * threads * rollout_bytes(config, spec, local_envs // threads)
             + rollout_bytes(config, spec, local_envs))
@@ -107,6 +107,7 @@ MODE = v.ModeChecks(
     env_spec=registry.host_env_spec, num_agents=lambda config: 1, rollout_values=False,
     check_before_join=lambda config: check_threads_per_process(config, config.num_processes),
     devices_used=devices_used, default_lag=lambda config: pipeline.PIPELINES[config.pipeline],
+    actor_threads=machine.actor_threads,
     host_memory=v.HostMemory(bytes=host_bytes, what="the actors' rollouts",
                              detail="3 per actor thread (policy_lag + 2 above lag 1) and the "
                              "learner's batch",

@@ -38,7 +38,7 @@ from runtime.commands import train as train_command
 from runtime.commands.result import RunResult, run_result
 from runtime.config import build, memory_check
 from runtime.config.env_args import env_kwargs_of
-from runtime.config.validation import derive
+from runtime.config.resolved import recorded, resolve
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.process import failure
 from runtime.process.exits import ExitNow
@@ -67,15 +67,14 @@ class SebulbaRun:
     """The pieces of one Sebulba run: layout, network, learner step, params server."""
 
     def __init__(self, config):
-        self.config = config
+        processes = distributed.device_counts().processes
+        self.resolved = resolve(config, MODE, processes * len(config.learner_device_ids),
+                                processes)
+        self.config = config = recorded(config, self.resolved)
         self.layout = make_layout(config)
-        shards = self.layout.learner_mesh.devices.size
-        self.derived = derive(config, shards)
-        self.spec = MODE.spec(config)
-        lag = MODE.policy_lag(config) or 0
-        learner = build.learner(config, self.spec, MODE, shards,
-                                distributed.device_counts().processes,
-                                self.derived.num_updates, policy_lag=lag)
+        self.derived, self.spec = self.resolved.sizes, self.resolved.spec
+        lag = self.resolved.policy_lag or 0
+        learner = self.resolved.learner
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         self.roots = Roots.from_seed(config.seed)

@@ -149,6 +149,9 @@ class ModeChecks:
         pipeline's, None for async); read through ``policy_lag``.
       keeps_lagged_params: whether its device state keeps ``policy_lag`` copies of the
         params to act with (Anakin; no rollout values above lag 0).
+      actor_threads: ``(config, num_processes) -> threads`` per actor device, the
+        machine's where ``num_actor_threads`` is 0 (Sebulba); 0 for a mode without actor
+        threads. Read, never written into the config by a check.
     """
 
     name: str
@@ -162,6 +165,7 @@ class ModeChecks:
     check_before_join: Callable[[ml_collections.ConfigDict], None] = lambda config: None
     default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
     keeps_lagged_params: bool = False
+    actor_threads: Callable[[ml_collections.ConfigDict, int], int] = lambda config, p: 0
 
     def spec(self, config) -> EnvSpec:
         """The EnvSpec of ``config``'s env (``env_id`` with its ``env_kwargs``)."""

@@ -4,6 +4,9 @@ resolves it before anything compiles while an explicit count wins."""
 from __future__ import annotations
 
 import pytest
+
+from runtime.config.resolved import recorded, resolve
+from sebulba.mode import MODE
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,7 +43,9 @@ def test_zero_resolves_on_this_cpu_host_before_compiling_and_explicit_wins():
     config = cartpole_ppo_sebulba.get_config()
     config.num_actor_threads = 0
     prepare(config)
-    assert config.num_actor_threads == 1  # CPU actor device
+    assert config.num_actor_threads == 0  # no field check writes the config
+    resolved = resolve(config, MODE, 1, 1)  # the run's one resolution, which records it
+    assert resolved.actor_threads == 1 and recorded(config, resolved).num_actor_threads == 1
     layout = make_layout(config)
     assert layout.describe() == f"1 actor device x 1 thread x {config.num_envs} envs"
     config = cartpole_ppo_sebulba.get_config()
