@@ -96,6 +96,24 @@ def sigterm_after_first_log(module: str, args: list[str], timeout_s: float = 120
         proc.kill()
 
 
+def kill_when(command: list[str], ready, timeout_s: float = 240) -> None:
+    """Starts ``command`` (an entry point, from the repository, output dropped) and kills it
+    with -9 as soon as ``ready()`` holds; fails if it ends first or takes ``timeout_s``."""
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(command, cwd=REPO, env=entry_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def lock_holder(workdir, run: str = ""):
     """A process that takes the lock of ``workdir`` (``runtime.run.lock.hold(workdir,
     run)``) and sleeps; returned (a ``Popen``) once it holds it. The caller kills it."""

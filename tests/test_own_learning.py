@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import jax
 import numpy as np
@@ -32,6 +31,7 @@ from tests.helpers import (
     checkpoint_steps,
     entry_env,
     is_clock_key,
+    kill_when,
     read_metrics,
     reproducible_part,
 )
@@ -153,17 +153,8 @@ def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
     what an uninterrupted run logs; Sebulba's, which re-seeds its envs on a resume
     (docs/design.md, "Pipelines and staleness"), what a second resume of a copy logs."""
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_command(module, killed, 300), cwd=REPO, env=entry_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    try:
-        while not (os.path.exists(killed / "metrics.jsonl")
-                   and len((killed / "metrics.jsonl").read_text().splitlines()) >= 7):
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        proc.kill()
-        proc.wait()
+    kill_when(_command(module, killed, 300), lambda: os.path.exists(killed / "metrics.jsonl")
+              and len((killed / "metrics.jsonl").read_text().splitlines()) >= 7)
     newest = checkpoint_steps(killed)[-1]
     assert 2 <= newest < 12
     saved = json.loads((killed / "checkpoints" / str(newest) / "default" / "_METADATA")

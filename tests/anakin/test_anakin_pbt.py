@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import jax
 import pytest
@@ -23,6 +22,7 @@ from tests.helpers import (
     assert_rows_close,
     checkpoint_steps,
     entry_env,
+    kill_when,
     read_metrics,
     reproducible_part,
 )
@@ -136,18 +136,8 @@ def test_a_kill_and_the_same_command_give_the_uninterrupted_history(tmp_path):
     done = subprocess.run([*PBT_COMMAND, f"--workdir={full}"], cwd=REPO, env=entry_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    proc = subprocess.Popen([*PBT_COMMAND, f"--workdir={killed}",
-                             "--config.debug.learner_delay_ms=300"], cwd=REPO,
-                            env=entry_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    try:
-        while _logged_update(killed) < 12:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        proc.kill()
-        proc.wait()
+    kill_when([*PBT_COMMAND, f"--workdir={killed}", "--config.debug.learner_delay_ms=300"],
+              lambda: _logged_update(killed) >= 12)
     newest = checkpoint_steps(killed)[-1]
     assert newest < _logged_update(killed)  # lines past the checkpoint, to be rewritten
     resumed = subprocess.run([*PBT_COMMAND, f"--workdir={killed}"], cwd=REPO,

@@ -4,18 +4,16 @@ resolves it before anything compiles while an explicit count wins."""
 from __future__ import annotations
 
 import pytest
-
-from runtime.config.resolved import recorded, resolve
-from sebulba.mode import MODE
 from hypothesis import given
 from hypothesis import strategies as st
 
 from configs import cartpole_ppo_sebulba
 from rlcore.errors import ConfigError
+from runtime.config.resolved import recorded, resolve
 from runtime.config.validation import DeviceCounts
 from sebulba import machine
 from sebulba.layout import make_layout
-from sebulba.mode import check_fields
+from sebulba.mode import MODE, check_fields
 from sebulba.train import prepare
 
 
