@@ -61,8 +61,9 @@ def _train(env: dict, module: str, config: str, workdir, *overrides: str):
                               *SHORT, *overrides, f"--workdir={workdir}"], env=env)
 
 
-@pytest.mark.parametrize("module,config", [("anakin", "cartpole_ppo.py"),
-                                           ("sebulba", "cartpole_ppo_sebulba.py")])
+@pytest.mark.parametrize("module,config", [
+    ("anakin", "cartpole_ppo.py"),
+    pytest.param("sebulba", "cartpole_ppo_sebulba.py", marks=pytest.mark.slow)])  # 11 s
 def test_a_size_argument_trains_is_recorded_and_rebuilds_the_env(user_env, tmp_path, module,
                                                                  config):
     """``--config.env_kwargs.size=7`` trains in both architectures, ``config.json`` records

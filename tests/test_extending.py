@@ -412,6 +412,7 @@ def _own_names_dir(user_package):
     return user_package
 
 
+@pytest.mark.slow  # 21 s
 def test_the_commands_run_from_a_directory_with_its_own_configs_and_envs(
         user_package, tmp_path):
     """From a directory holding its own ``configs/``, ``envs/``, ``runtime/`` and

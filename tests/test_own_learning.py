@@ -85,6 +85,7 @@ def test_replay_indices_are_the_same_whatever_the_device_count():
     np.testing.assert_array_equal(np.asarray(four[1]) + 4 * np.arange(4), envs)
 
 
+@pytest.mark.slow  # 19 s
 def test_replay_q_learns_cartpole_in_both_architectures(tmp_path):
     """40,960 env steps each (random play: about 22): Anakin's and Sebulba's runs pass a
     mean return of 100 over their last 5 logged updates."""
@@ -146,6 +147,7 @@ def _command(module: str, workdir, delay_ms: int) -> list[str]:
             "--config.checkpoint_every=2", f"--config.debug.learner_delay_ms={delay_ms}"]
 
 
+@pytest.mark.slow  # 21 s and 18 s
 @pytest.mark.parametrize("module", ["anakin.main", "sebulba.main"])
 def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
     """Killed with -9 after 6 logged updates (each held 300 ms), the same command resumes

@@ -109,8 +109,15 @@ def test_every_command_has_a_bad_flag_case():
     assert {name for name, _, _ in BAD_FLAGS} == _commands()
 
 
-@pytest.mark.parametrize("name,argv,flag", BAD_FLAGS,
-                         ids=[f"{n}{a[0].split('=')[0]}" for n, a, _ in BAD_FLAGS])
+# The default tier runs sebulba_throughput's (its three kinds of bad value) and one of the
+# one-line parser's plain refusals; the long tier runs every case (each a Python start).
+DEFAULT_TIER = {("sebulba_throughput", "--splits"), ("sebulba_throughput", "--num_envs"),
+                ("sebulba_throughput", "--env_id"), ("anakin_throughput", "--num_envs")}
+
+
+@pytest.mark.parametrize("name,argv,flag", [
+    pytest.param(n, a, f, marks=() if (n, f) in DEFAULT_TIER else pytest.mark.slow)
+    for n, a, f in BAD_FLAGS], ids=[f"{n}{a[0].split('=')[0]}" for n, a, _ in BAD_FLAGS])
 def test_bad_flag_is_one_line_exit_2(name, argv, flag, tmp_path):
     import time
 

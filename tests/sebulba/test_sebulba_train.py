@@ -195,6 +195,7 @@ def test_atari_smoke_three_updates(make_config):
     config.num_minibatches = 2
     config.num_epochs = 1             # two gradient steps, unrolled: a conv net's step runs
     config.update_unroll = 0          # 10x slower inside a rolled loop on CPU
+    config.microbatches = 1           # an explicit plan: nothing compiled to plan it
     config.total_env_steps = 4 * 8 * 3
     config.log_every = 1
     prepare(config)
