@@ -266,9 +266,11 @@ def test_a_bad_import_path_or_object_is_one_line(user_package, env_id, message):
         assert str(e.value).startswith(message) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("env_id", "userenvs:NoActions"), ("env_id", "userenvs:needs_a_map"),
-    ("network", "usernets.Wide"), ("algorithm", "useralgos.ScaledPPO")])
+@pytest.mark.parametrize("field, value", [  # two in the long tier: each a Python start
+    ("env_id", "userenvs:NoActions"),
+    pytest.param("env_id", "userenvs:needs_a_map", marks=pytest.mark.slow),
+    ("network", "usernets.Wide"),
+    pytest.param("algorithm", "useralgos.ScaledPPO", marks=pytest.mark.slow)])
 def test_a_refused_env_or_a_dot_for_the_colon_exits_2_from_the_command_line(
         user_package, tmp_path, field, value):
     """One ``config error: <field>:`` line, exit 2, in both modes (the env with no actions

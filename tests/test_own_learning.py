@@ -112,6 +112,7 @@ def test_replay_q_gives_the_same_run_on_one_and_four_devices():
     assert_rows_close(one, four, tol=1e-4)
 
 
+@pytest.mark.slow  # 10 s
 def test_each_agent_of_seeds_and_a_sweep_of_its_own_hyperparameter_is_its_single_run():
     """Two seeds x two swept ``algo.epsilon_end`` values: four agents in one program, each
     the plain run of its seed and value (the ring and target params per agent)."""
@@ -253,6 +254,7 @@ class RawAdvantagePPO(PPO):
 '''
 
 
+@pytest.mark.slow  # 8 s
 def test_micro_batches_keep_an_algorithms_math_or_are_refused(tmp_path, monkeypatch):
     """A variant that overrides ``loss`` below PPO's ``split_ready`` is refused more than
     one micro-batch in one ``microbatches`` line (its chunks would see other advantage

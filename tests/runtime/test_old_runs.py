@@ -24,9 +24,9 @@ from tests.helpers import REPO, read_metrics, reproducible_part
 # cap, ``runtime.config.xla_flags.ISA_FLAG``), the weakest jaxlib runs on: without FMA, the
 # rounding furthest from a host's with it.
 ISAS = ("", "AVX")
-# The default tier caps the newest fixtures (a6ef962's) at AVX; the long tier every one.
+# The default tier runs them uncapped; the long tier capped at AVX too.
 CASES = [pytest.param(commit, spec, isa, id=f"{commit}-{spec.mode}-{isa or 'host'}",
-                      marks=pytest.mark.slow if isa and commit != "a6ef962" else ())
+                      marks=pytest.mark.slow if isa else ())
          for commit in old_runs.COMMITS for spec in old_runs.SPECS for isa in ISAS]
 
 

@@ -49,7 +49,7 @@ def _same_params(a, b) -> None:
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+@pytest.mark.parametrize("mode", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_a_run_gives_its_rows_params_and_policy(mode, tmp_path):
     """Without a workdir: the rows (also as a sequence), agent 0's params and a greedy
     policy that acts with them. With one: the params ``load_policy`` restores."""
@@ -79,7 +79,7 @@ def test_every_agent_of_a_num_seeds_run_is_in_the_result():
     assert first.shape == second.shape and not np.array_equal(first, second)
 
 
-@pytest.mark.parametrize("mode", ["anakin", "sebulba"])
+@pytest.mark.parametrize("mode", ["anakin", pytest.param("sebulba", marks=pytest.mark.slow)])
 def test_on_row_false_stops_at_its_update_checkpointed(mode, tmp_path, capfd):
     """``on_row`` returns False at update 2 of 4: the run ends there, the checkpoint of
     update 2 is on disk and holds the result's params, and rerunning resumes from it."""
