@@ -4,31 +4,21 @@ anakin.main``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
 
 from rlcore import names
 
 names.claim()  # our package names are ours in this process (docs/design.md, "Installed package")
 
-if TYPE_CHECKING:  # no import at run time: ``import anakin`` starts no JAX
-    from typing import Unpack
-
-    from runtime.commands.result import RunResult
-    from runtime.commands.train import RunArguments
+from runtime.commands import door  # noqa: E402  (after the claim; imports no JAX)
 
 __all__ = ["run"]
 
-
-def trainer():
-    """Anakin's checks and trainer, ``(MODE, train_result)``, imported when called (the
-    command line's and ``run``'s)."""
-    from anakin.train import MODE, train_result
-
-    return MODE, train_result
+trainer = door.trainer_of(__name__, lambda: importlib.import_module(".train", __name__))
 
 
 def run(config, workdir: str | None = None, *, mesh=None,
-        **arguments: Unpack[RunArguments]) -> RunResult:
+        **arguments: door.Unpack[door.RunArguments]) -> door.RunResult:
     """Trains an Anakin run from Python, as ``python -m anakin.main`` does: every check
     before anything compiles, the run directory (resumed or extended where it holds a run of
     this config), the same metrics (docs/design.md, "From Python").

@@ -4,31 +4,21 @@ data-parallel (docs/architectures.md). From Python: ``run``; from the command li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
 
 from rlcore import names
 
 names.claim()  # our package names are ours in this process (docs/design.md, "Installed package")
 
-if TYPE_CHECKING:  # no import at run time: ``import sebulba`` starts no JAX
-    from typing import Unpack
-
-    from runtime.commands.result import RunResult
-    from runtime.commands.train import RunArguments
+from runtime.commands import door  # noqa: E402  (after the claim; imports no JAX)
 
 __all__ = ["run"]
 
-
-def trainer():
-    """Sebulba's checks and trainer, ``(MODE, train_result)``, imported when called (the
-    command line's and ``run``'s)."""
-    from sebulba.train import MODE, train_result
-
-    return MODE, train_result
+trainer = door.trainer_of(__name__, lambda: importlib.import_module(".train", __name__))
 
 
 def run(config, workdir: str | None = None,
-        **arguments: Unpack[RunArguments]) -> RunResult:
+        **arguments: door.Unpack[door.RunArguments]) -> door.RunResult:
     """Trains a Sebulba run from Python, as ``python -m sebulba.main`` does (a jittable env
     of your own runs on a host CPU device); the arguments are ``anakin.run``'s but ``mesh``
     (``runtime.commands.train.train_in_python``), and so is what it returns (a

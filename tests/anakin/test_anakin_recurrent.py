@@ -93,7 +93,8 @@ def test_masked_cartpole_needs_memory():
 def test_evaluate_command_carries_the_core(memory_runs, tmp_path):
     """``anakin.evaluate --greedy --video`` restores the LSTM agent and plays 8 Recall
     episodes with the core carried step to step: every one recalls its cue, and the video
-    shows the first episode's 6 steps."""
+    shows the first episode's 6 steps and the frame it ended on (docs/design.md,
+    "Evaluation")."""
     video = tmp_path / "recall.gif"
     proc = run_entry("anakin.evaluate", [f"--workdir={memory_runs[2]}", "--episodes=8",
                                          "--greedy", f"--video={video}"])
@@ -101,7 +102,7 @@ def test_evaluate_command_carries_the_core(memory_runs, tmp_path):
     table = parse_table(proc.stdout)
     assert table["return"]["min"] == 1.0, proc.stdout
     # the writer's count: a gif reader merges the identical blank frames
-    assert f"video: {video} (6 frames of " in proc.stdout
+    assert f"video: {video} (7 frames of " in proc.stdout
     assert read_video(str(video)).shape[0] >= 2
 
 
