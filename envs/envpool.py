@@ -37,6 +37,7 @@ statistics sum EnvPool's ``info["reward"]``, the unclipped game score.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import envpool as _envpool
@@ -119,6 +120,8 @@ class EnvPoolEnv:
     ):
         self._atari = is_atari(env_id)
         options = {**(ATARI_DEFAULTS if self._atari else {}), **overrides}
+        # A lost life ends the learner's episode, the game goes on (``step``).
+        self._episodic_life = self._atari and bool(options.get("episodic_life", False))
         with warnings.catch_warnings():
             # gymnasium warns that EnvPool's float64 Box bounds are cast to float32.
             warnings.filterwarnings("ignore", message=".*precision lowered.*")
@@ -209,7 +212,7 @@ class EnvPoolEnv:
         elapsed = order(info["elapsed_step"])
         truncated = order(truncated).astype(bool) | (elapsed >= self.max_episode_steps)
         truncated &= ~terminated
-        done = terminated | truncated
+        done = self._game_over(terminated, info, order) | truncated
         score = order(info["reward"]).astype(np.float32) if "reward" in info else reward
         self.stats = update_episode_stats(self.stats, score, done, xp=np)
         final_obs = obs
@@ -218,6 +221,16 @@ class EnvPoolEnv:
             obs = self._reset_rows(obs, np.flatnonzero(done).astype(np.int32))
         return TimeStep(obs=obs, reward=reward, terminated=terminated, truncated=truncated,
                         final_obs=final_obs)
+
+    def _game_over(self, terminated: np.ndarray, info: dict, order: Callable) -> np.ndarray:
+        """``[num_envs]`` bool: the step ended the game. With ``episodic_life`` a lost life
+        is ``terminated`` (the learner's episode ends) but the game goes on: EnvPool's own
+        reset of that env, on its next step, continues it (that step's action is not
+        played, as in EnvPool's auto-reset); only a game over (``info["terminated"]``)
+        closes the statistics' episode and is reset here. Elsewhere: ``terminated``."""
+        if not self._episodic_life:
+            return terminated
+        return order(info["terminated"]).astype(bool)
 
     def _reset_rows(self, obs: np.ndarray, done_ids: np.ndarray) -> np.ndarray:
         """Resets envs ``done_ids`` ``[k]``; returns ``obs`` with their rows replaced."""

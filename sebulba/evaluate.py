@@ -29,7 +29,7 @@ import jax
 from rlcore.networks import initial_core
 from rlcore.seeding import EvaluateRoots, evaluate_host_seed
 from runtime.commands import evaluation as ev
-from runtime.config.env_args import env_kwargs_of
+from runtime.config.env_args import evaluation_kwargs_of
 from sebulba.episodes import make_host_policy, play_first_episodes
 from sebulba.host_envs import make_host_env
 
@@ -70,7 +70,7 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     library, name = registry.resolve(config.env_id, registry.SEBULBA)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
     render = registry.render_overrides(config.env_id, registry.SEBULBA) if args.video else {}
-    overrides = {**env_kwargs_of(config), **overrides, **render}
+    overrides = {**evaluation_kwargs_of(config), **overrides, **render}
     base_seed = evaluate_host_seed(config.seed)
     env = make_host_env(config.env_id, args.episodes, seed=base_seed,
                         num_threads=config.env_threads, **overrides)

@@ -37,7 +37,7 @@ from runtime import distributed
 from runtime.commands import train as train_command
 from runtime.commands.result import RunResult, run_result
 from runtime.config import build, memory_check
-from runtime.config.env_args import env_kwargs_of
+from runtime.config.env_args import env_kwargs_of, evaluation_kwargs_of
 from runtime.config.resolved import recorded, resolve
 from runtime.config.xla_flags import compile_cache_hits
 from runtime.process import failure
@@ -118,7 +118,7 @@ class SebulbaRun:
         if not cfg.eval_every:
             return None
         env = make_host_env(cfg.env_id, cfg.eval_episodes, seed=train_eval_host_seed(cfg.seed),
-                            num_threads=cfg.env_threads, **env_kwargs_of(cfg))
+                            num_threads=cfg.env_threads, **evaluation_kwargs_of(cfg))
         return EvalPool(env, self.network.apply, self.layout.actor_devices[0],
                         cfg.eval_max_steps, functools.partial(initial_core, self.network))
 

@@ -148,3 +148,17 @@ def test_an_old_run_without_them_reads_as_none():
     """A ``config.json`` written before the field reads as ``env_kwargs={}``."""
     assert upgrade_saved({"seed": 1, "format_version": 4})["env_kwargs"] == {}
     assert upgrade_saved({"seed": 1, "format_version": 5}) == {"seed": 1}
+
+
+def test_evaluation_plays_whole_games_where_training_loses_lives():
+    """``episodic_life`` (a lost life ends the learner's episode) is off in the evaluation's
+    env arguments, in training and in the evaluate command; the others stay as given."""
+    from runtime.config.env_args import env_kwargs_of, evaluation_kwargs_of
+
+    config = cartpole_ppo.get_config()
+    config.env_kwargs.episodic_life = True
+    config.env_kwargs.noop_max = 30
+    assert env_kwargs_of(config) == {"episodic_life": True, "noop_max": 30}
+    assert evaluation_kwargs_of(config) == {"episodic_life": False, "noop_max": 30}
+    config.env_kwargs = {"noop_max": 30}
+    assert evaluation_kwargs_of(config) == {"noop_max": 30}

@@ -42,6 +42,14 @@ def env_kwargs_of(config) -> dict[str, Any]:
     return dict(given.to_dict() if hasattr(given, "to_dict") else given)
 
 
+def evaluation_kwargs_of(config) -> dict[str, Any]:
+    """The env's arguments for evaluation (in training and the evaluate command):
+    ``env_kwargs_of``, but an Atari game's ``episodic_life`` off, so that an evaluation
+    episode is a whole game, as its score is (docs/evaluation.md)."""
+    given = env_kwargs_of(config)
+    return {**given, "episodic_life": False} if "episodic_life" in given else given
+
+
 def set_given(node, given: list[tuple[str, str]]) -> None:
     """Sets each ``(path, text)`` (``env_kwargs.NAME`` or ``sweep.env_kwargs.NAME``) in
     ``node``, the config's (unlocked) ``env_kwargs``; a sweep's is refused.

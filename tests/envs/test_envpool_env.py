@@ -176,3 +176,31 @@ def test_mujoco_box_actions_are_clipped_to_the_bounds(make_pool):
         np.testing.assert_array_equal(ts_w.reward, ts_t.reward)
     with pytest.raises(ValueError, match="expected shape"):
         wild.step(np.zeros(2, np.float32))
+
+
+def _random_game(env, rng) -> list[int]:
+    """Plays env 0 of ``env`` at random until its first game ends; the statistics' running
+    length right after each termination (0: the game was reset)."""
+    env.reset()
+    lengths = []
+    for _ in range(5000):
+        ts = env.step(rng.integers(0, env.spec.num_actions, size=1))
+        if ts.terminated[0]:
+            lengths.append(int(env.stats.running_length[0]))
+        if env.stats.completed_length[0] > 0:
+            return lengths
+    raise AssertionError("no game ended in 5000 random steps")
+
+
+def test_episodic_life_ends_the_learners_episode_at_a_lost_life_and_the_game_goes_on(make_pool):
+    """Breakout with ``episodic_life`` (PQN's Atari setting), random play: each of the 5
+    lives lost is a termination, but only the last resets the game (the statistics'
+    episode, the whole game, runs on across the others); without it only the game's end
+    is one."""
+    options = dict(repeat_action_probability=0.0, full_action_space=False)
+    rng = np.random.default_rng(0)
+    lives = _random_game(make_pool("Breakout-v5", 1, seed=0, episodic_life=True, **options), rng)
+    assert len(lives) == 5 and all(n > 0 for n in lives[:4]) and lives[4] == 0, lives
+    assert lives == sorted(lives[:4]) + [0]  # one game's steps, counting on
+    plain = _random_game(make_pool("Breakout-v5", 1, seed=0, **options), rng)
+    assert plain == [0], plain
