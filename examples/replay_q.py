@@ -2,8 +2,8 @@
 learning (docs/extending.md, "An algorithm that owns its learning"; docs/design.md, "The
 algorithm protocol"):
 
-- its heads: Q-values ``[N, A]`` on the torso (``QHead``), the greedy policy and
-  ``max_a Q`` as the network's ``(dist, value)``;
+- its heads: Q-values ``[N, A]`` on the torso (``rlcore.networks.QHead``), the greedy
+  policy and ``max_a Q`` as the network's ``(dist, value)``;
 - its acting: epsilon-greedy, epsilon linear from ``epsilon_start`` to ``epsilon_end`` over
   ``epsilon_updates`` updates (``rlcore.distributions.epsilon_greedy``);
 - its own state: target params and a per-env ring of the last ``replay_rollouts`` rollouts'
@@ -27,25 +27,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlcore.algorithms.base import MEAN, SAMPLES, AlgorithmBase, Schedule
-from rlcore.distributions import Categorical, Distribution, epsilon_greedy
+from rlcore.algorithms.base import MEAN, SAMPLES, AlgorithmBase, Schedule, require_unit
+from rlcore.distributions import Distribution, epsilon_greedy
 from rlcore.errors import ConfigError
 from rlcore.learner import replay_indices
 from rlcore.losses import LossMetrics
+from rlcore.networks import QHead
 from rlcore.staleness import NONE
 from rlcore.types import ApplyFn, Array, ByEnv, EnvSpec, Params, PRNGKey, Trajectory, take_envs
-
-
-class QHead(nn.Module):
-    """``features [N, F] -> (Categorical(logits=Q) [N], max_a Q [N])``: the Q-values ride in
-    the categorical's logits, whose mode is the greedy action."""
-
-    num_actions: int
-
-    @nn.compact
-    def __call__(self, h: Array) -> tuple[Categorical, Array]:
-        q = nn.Dense(self.num_actions, name="q")(h)
-        return Categorical(logits=q), jnp.max(q, axis=-1)
 
 
 @struct.dataclass
@@ -126,9 +115,7 @@ class ReplayQ(AlgorithmBase):
             if getattr(self, name) < 1:
                 raise ConfigError(f"algo.{name}: must be an integer >= 1, got "
                                   f"{getattr(self, name)}")
-        for name in ("epsilon_start", "epsilon_end"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"algo.{name}: must be in [0, 1], got {getattr(self, name)}")
+        require_unit(self, "epsilon_start", "epsilon_end")
         if self.epsilon_updates < 0:
             raise ConfigError(f"algo.epsilon_updates: must be >= 0, got {self.epsilon_updates}")
 

@@ -32,8 +32,10 @@ class HParams:
     ``rlcore.optim.OPTIMIZERS``), ``minibatch_kind`` (``rlcore.algorithms.base.minibatch_kind``
     resolves ``"auto"``), ``recurrent`` (``"none"``: feed-forward; a recurrent agent's
     minibatches are whole sequences), the flags, epochs and minibatches, and the resolved
-    ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``), and the
-    staleness correction (``rlcore.staleness``) with its two constants.
+    ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``), the
+    staleness correction (``rlcore.staleness``) with its two constants, and the run's size
+    (``num_envs``, ``num_steps``, ``total_env_steps``: what a schedule in env steps reads,
+    PQN's epsilon).
     """
 
     learning_rate: float
@@ -64,6 +66,9 @@ class HParams:
     staleness_correction: str = struct.field(pytree_node=False)
     decoupled_max_weight: float = struct.field(pytree_node=False)
     filter_threshold: float = struct.field(pytree_node=False)
+    num_envs: int = struct.field(pytree_node=False)
+    num_steps: int = struct.field(pytree_node=False)
+    total_env_steps: int = struct.field(pytree_node=False)
 
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``,

@@ -77,6 +77,20 @@ class _Heads(nn.Module):
         return dist, value[..., 0]
 
 
+class QHead(nn.Module):
+    """Q-value heads of value-based algorithms (``Algorithm.heads``): ``features [N, F] ->
+    (Categorical(logits=Q) [N], max_a Q [N])``, one dense layer ``q`` of ``num_actions``
+    outputs. The Q-values ride in the categorical's logits, whose mode is the greedy action
+    (evaluation's and ``load_policy``'s); the value is the greedy one."""
+
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, h: Array) -> tuple[Categorical, Array]:
+        q = nn.Dense(self.num_actions, name="q")(h)
+        return Categorical(logits=q), jnp.max(q, axis=-1)
+
+
 class MLPActorCritic(nn.Module):
     """Separate tanh MLP actor and critic. ``obs [N, ...] -> (dist [N], value [N])``."""
 
@@ -84,6 +98,7 @@ class MLPActorCritic(nn.Module):
     distribution: Any = Categorical  # a class of rlcore.distributions
     hidden: Sequence[int] = (64, 64)
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
+    layer_norm: bool = False  # LayerNorm before each hidden activation (``normed``)
     takes_frames: ClassVar[bool] = False  # any observation shape, flattened
 
     @nn.compact
@@ -91,15 +106,24 @@ class MLPActorCritic(nn.Module):
         x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
         a, v = x, x
         for i, width in enumerate(self.hidden):
-            a = nn.tanh(nn.Dense(width, kernel_init=_ortho(np.sqrt(2)), name=f"actor_{i}")(a))
+            a = nn.Dense(width, kernel_init=_ortho(np.sqrt(2)), name=f"actor_{i}")(a)
+            a = nn.tanh(normed(self, a, f"actor_norm_{i}"))
             if not self.heads:  # one shared stream (the actor's) feeds the recurrent core
                 continue
-            v = nn.tanh(nn.Dense(width, kernel_init=_ortho(np.sqrt(2)), name=f"critic_{i}")(v))
+            v = nn.Dense(width, kernel_init=_ortho(np.sqrt(2)), name=f"critic_{i}")(v)
+            v = nn.tanh(normed(self, v, f"critic_norm_{i}"))
         if not self.heads:
             return a
         dist = policy_head(self, a)
         value = nn.Dense(1, kernel_init=_ortho(1.0), name="value")(v)
         return dist, value[..., 0]
+
+
+def normed(module: Any, x: Array, name: str) -> Array:
+    """``x`` through a LayerNorm named ``name`` (over the last axis: a conv's channels)
+    where ``module.layer_norm`` (the config's ``layer_norm``: PQN's networks, Gallici et al.
+    2024), else ``x``; inside ``module``'s compact call."""
+    return nn.LayerNorm(name=name)(x) if module.layer_norm else x
 
 
 def _frames_nhwc(obs: Array) -> Array:
@@ -189,7 +213,7 @@ def dense_and_heads(module: Any, x: Array, width: int) -> tuple[Distribution, Ar
     ``width`` (orthogonal init sqrt 2), then the policy and value heads (``dist [N]``,
     ``value [N]``), or with ``heads`` False the features ``[N, width]``."""
     x = x.reshape((x.shape[0], -1))
-    x = nn.relu(nn.Dense(width, kernel_init=_ortho(np.sqrt(2)))(x))
+    x = nn.relu(normed(module, nn.Dense(width, kernel_init=_ortho(np.sqrt(2)))(x), "dense_norm"))
     return _Heads(module.num_actions, module.distribution)(x) if module.heads else x
 
 
@@ -200,6 +224,7 @@ class _FrameNet(nn.Module):
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
     conv_form: str = "xla"  # Conv.form
     distribution: Any = Categorical  # a class of rlcore.distributions
+    layer_norm: bool = False  # LayerNorm before each ReLU of the torso (``normed``)
     takes_frames: ClassVar[bool] = True  # uint8 [C, H, W] frame stacks only
 
 
@@ -210,8 +235,9 @@ class NatureCNN(_FrameNet):
     def __call__(self, obs: Array) -> tuple[Distribution, Array] | Array:
         x = _frames_nhwc(obs)
         for i, (feat, k, s) in enumerate(((32, 8, 4), (64, 4, 2), (64, 3, 1))):
-            x = nn.relu(Conv(feat, (k, k), s, kernel_init=_ortho(np.sqrt(2)),
-                             form=self.conv_form, name=f"Conv_{i}")(x))
+            x = Conv(feat, (k, k), s, kernel_init=_ortho(np.sqrt(2)), form=self.conv_form,
+                     name=f"Conv_{i}")(x)
+            x = nn.relu(normed(self, x, f"conv_norm_{i}"))
         return dense_and_heads(self, x, 512)
 
 
@@ -253,6 +279,7 @@ class MinAtarCNN(nn.Module):
     dense: int = 128
     heads: bool = True  # False: the torso of a recurrent net, ``obs -> features [N, D]``
     distribution: Any = Categorical  # a class of rlcore.distributions
+    layer_norm: bool = False  # LayerNorm before each ReLU (``normed``)
     takes_frames: ClassVar[bool] = False
     obs_ndim: ClassVar[int] = 3  # [H, W, C] grids (gymnax MinAtar layout)
 
@@ -262,7 +289,8 @@ class MinAtarCNN(nn.Module):
         # The 3x3 VALID conv as a dense layer over the patches (Conv's GEMM form, its kernel
         # kept flat [9C, F] as in the first checkpoints). XLA on CPU runs this 16-channel
         # conv (and its gradient) inside the rollout and update loops far slower.
-        x = nn.relu(nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x))
+        x = nn.Dense(self.features, kernel_init=_ortho(np.sqrt(2)), name="conv")(x)
+        x = nn.relu(normed(self, x, "conv_norm"))
         return dense_and_heads(self, x, self.dense)
 
 
@@ -444,16 +472,18 @@ def is_whole_network(module: nn.Module, spec: EnvSpec) -> bool:
     return gives_heads(out)
 
 
-def torso(name: str, spec: EnvSpec) -> nn.Module:
-    """The torso of network ``name``: a key of ``NETWORKS`` (built without heads) or an
-    import path (``imported_torso``)."""
+def torso(name: str, spec: EnvSpec, layer_norm: bool = False) -> nn.Module:
+    """The torso of network ``name``: a key of ``NETWORKS`` (built without heads; with
+    ``layer_norm``, its LayerNorms) or an import path (``imported_torso``: the user's own,
+    ``layer_norm`` is not its option)."""
     if name in NETWORKS:
-        return NETWORKS[name](num_actions=spec.num_actions, heads=False)
+        return NETWORKS[name](num_actions=spec.num_actions, heads=False, layer_norm=layer_norm)
     return imported_torso(name, spec)
 
 
 def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
-                 hidden_size: int = 128, heads: nn.Module | None = None) -> nn.Module:
+                 hidden_size: int = 128, heads: nn.Module | None = None,
+                 layer_norm: bool = False) -> nn.Module:
     """Returns the network ``name`` (a key of ``NETWORKS``, or an import path to a torso of
     the user's, given the heads by ``TorsoActorCritic``) for ``spec``'s action space (its
     distribution: ``rlcore.distributions.distribution_for``); with ``recurrent`` ``"lstm"``
@@ -461,17 +491,19 @@ def make_network(name: str, spec: EnvSpec, recurrent: str = NO_CORE,
     ``hidden_size`` units. ``heads``: an algorithm's own (``Algorithm.heads``) on the
     torso of ``name`` instead of the policy and value heads. A feed-forward network of the
     user's that gives ``(dist, value)`` itself (``is_whole_network``) is taken as it is,
-    its own heads instead of either."""
+    its own heads instead of either. ``layer_norm``: a built-in network's LayerNorms
+    (``normed``; the config's ``layer_norm``)."""
     dist = distribution_for(spec)
     if recurrent == NO_CORE and name in NETWORKS and heads is None:
-        return NETWORKS[name](num_actions=spec.num_actions, distribution=dist)
+        return NETWORKS[name](num_actions=spec.num_actions, distribution=dist,
+                              layer_norm=layer_norm)
     if recurrent == NO_CORE:
-        body = torso(name, spec)
+        body = torso(name, spec, layer_norm)
         if name not in NETWORKS and is_whole_network(body, spec):
             return body  # the user's whole network, heads included
         return TorsoActorCritic(torso=body, num_actions=spec.num_actions,
                                 distribution=dist, heads=heads)
-    return RecurrentActorCritic(torso=torso(name, spec), num_actions=spec.num_actions,
+    return RecurrentActorCritic(torso=torso(name, spec, layer_norm), num_actions=spec.num_actions,
                                 cell=recurrent, hidden_size=hidden_size, distribution=dist,
                                 heads=heads)
 

@@ -1,4 +1,5 @@
-"""Optimizer factories: Adam with global-norm clipping and linear annealing; torch RMSProp.
+"""Optimizer factories: Adam or RAdam with global-norm clipping and linear annealing; torch
+RMSProp.
 
 The learning rate anneals once per update, as CleanRL and PureJaxRL step it: every
 gradient step of update ``u`` (of ``num_updates``) uses ``lr * (1 - u / num_updates)``.
@@ -57,6 +58,13 @@ def _adam(schedule: optax.Schedule, *, adam_eps: Scalar,
     return optax.adam(schedule, eps=adam_eps)
 
 
+def _radam(schedule: optax.Schedule, *, adam_eps: Scalar,
+           **_: Any) -> optax.GradientTransformation:
+    """Rectified Adam (Liu et al. 2020, arXiv 1908.03265; PQN's optimizer) on ``schedule``,
+    epsilon ``adam_eps``."""
+    return optax.radam(schedule, eps=adam_eps)
+
+
 def _rmsprop(schedule: optax.Schedule, *, rmsprop_decay: Scalar, rmsprop_eps: Scalar,
              **_: Any) -> optax.GradientTransformation:
     """``torch_rmsprop`` on ``schedule`` (the other optimizers' constants ignored)."""
@@ -65,7 +73,7 @@ def _rmsprop(schedule: optax.Schedule, *, rmsprop_decay: Scalar, rmsprop_eps: Sc
 
 # name -> factory(schedule, **optimizer constants); the config's ``optimizer`` choices.
 OPTIMIZERS: dict[str, Callable[..., optax.GradientTransformation]] = {
-    "adam": _adam, "rmsprop": _rmsprop}
+    "adam": _adam, "radam": _radam, "rmsprop": _rmsprop}
 
 
 def make_optimizer(
@@ -80,7 +88,7 @@ def make_optimizer(
     rmsprop_decay: Scalar,
     rmsprop_eps: Scalar,
 ) -> optax.GradientTransformation:
-    """Gradient clipping by global norm, then Adam or torch-style RMSProp.
+    """Gradient clipping by global norm, then Adam, RAdam or torch-style RMSProp.
 
     Args:
       name: a key of ``OPTIMIZERS``.

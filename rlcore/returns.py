@@ -138,6 +138,42 @@ def gae(reward_t: Array, discount_t: Array, value_tm1: Array, value_t: Array,
     return advantages, advantages + value_tm1
 
 
+def q_lambda(reward_t: Array, discount_t: Array, value_t: Array, lambda_: Scalar,
+             bootstrap_value: Array) -> Array:
+    """Q(lambda) returns, the targets of PQN (Gallici et al. 2024, arXiv 2407.04811; Peng's
+    Q(lambda), Peng and Williams 1996): the lambda-return of the greedy values.
+
+    ``G_t = r_t + discount_t * ((1 - lambda_t) * value_t + lambda_t * G_{t+1})`` with
+    ``G_T = bootstrap_value``, where ``value_t[t] = max_a Q(x_{t + 1}, a)``. The inputs of
+    ``step_inputs`` give the rules of this module: at a termination ``G_t = r_t``; at a
+    truncation (``lambda_t = 0``) ``G_t = r_t + gamma * value_t``, the final observation's
+    value (docs/algorithms.md, "PQN", says where the reference differs).
+
+    Args:
+      reward_t: ``[T, B]`` rewards.
+      discount_t: ``[T, B]`` discounts (0 at terminations).
+      value_t: ``[T, B]`` greedy values of the successor states.
+      lambda_: scalar or ``[T, B]`` trace parameter.
+      bootstrap_value: ``[B]`` greedy value of the observation after the last step.
+
+    Returns:
+      ``[T, B]`` targets; gradients are not stopped.
+    """
+    chex.assert_rank([reward_t, discount_t, value_t], 2)
+    chex.assert_equal_shape([reward_t, discount_t, value_t])
+    chex.assert_rank(bootstrap_value, 1)
+    lambdas = _broadcast_lambda(lambda_, reward_t)
+
+    def backward(g_next: Array, xs: tuple[Array, Array, Array, Array]) -> tuple[Array, Array]:
+        r, d, v, lam = xs
+        g = r + d * ((1.0 - lam) * v + lam * g_next)
+        return g, g
+
+    _, targets = jax.lax.scan(backward, bootstrap_value.astype(reward_t.dtype),
+                              (reward_t, discount_t, value_t, lambdas), reverse=True)
+    return targets
+
+
 def vtrace(value_tm1: Array, value_t: Array, reward_t: Array, discount_t: Array,
            log_rhos: Array, lambda_: Scalar = 1.0, clip_rho: Scalar = 1.0,
            clip_pg_rho: Scalar = 1.0, cut: Array | None = None) -> VTraceOutput:

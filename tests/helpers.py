@@ -50,6 +50,17 @@ def assert_rows_close(rows_a: list[dict], rows_b: list[dict], tol: float = 1e-4)
             assert rb["episode_return"] == pytest.approx(ra["episode_return"], rel=1e-5)
 
 
+def assert_floats_close(rows: list[dict], expected: list[dict]) -> None:
+    """Row for row, every float of ``expected`` (clock keys aside) equal in ``rows`` to
+    1e-5 relative, 1e-7 absolute: an agent of a batched program against its single run."""
+    import numpy as np
+
+    for a, b in zip(expected, rows, strict=True):
+        for key, value in a.items():
+            if not is_clock_key(key) and isinstance(value, float):
+                np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7, err_msg=key)
+
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -112,6 +123,49 @@ def kill_when(command: list[str], ready, timeout_s: float = 240) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def set_path(config, field: str, value) -> None:
+    """Sets the config field of dotted name ``field`` (``algo.NAME``, ``sweep.algo.NAME``)."""
+    *parents, leaf = field.split(".")
+    node = config
+    for name in parents:
+        node = node[name]
+    node[leaf] = value
+
+
+def kill_and_resume(module: str, command, tmp_path, updates: int, lines: int = 7,
+                    inspect=None) -> None:
+    """Runs ``command(workdir, delay_ms)`` (a training command of ``updates`` updates, a log
+    line and a checkpoint every 2) with each update held 300 ms, kills it with -9 once
+    ``metrics.jsonl`` has ``lines`` lines and reruns it to the end; asserts that the rerun
+    resumed from the newest checkpoint and logged, update for update, what a reference run
+    logs: an uninterrupted one (Anakin), or a second resume of a copy of the killed run
+    directory (Sebulba, which re-seeds its envs on a resume; docs/design.md, "Pipelines and
+    staleness"). ``inspect(killed_dir, newest_checkpoint)`` looks at the killed run before
+    it resumes."""
+    import shutil
+    import subprocess
+
+    killed = tmp_path / "killed"
+    kill_when(command(killed, 300), lambda: os.path.exists(killed / "metrics.jsonl")
+              and len((killed / "metrics.jsonl").read_text().splitlines()) >= lines)
+    newest = checkpoint_steps(killed)[-1]
+    assert 2 <= newest < updates
+    if inspect is not None:
+        inspect(killed, newest)
+    other = tmp_path / ("whole" if module == "anakin.main" else "copy")
+    if module == "sebulba.main":
+        shutil.copytree(killed, other)
+    done = [subprocess.run(command(workdir, 0), cwd=REPO, env=entry_env(),
+                           capture_output=True, text=True, timeout=300)
+            for workdir in (killed, other)]
+    assert [d.returncode for d in done] == [0, 0], done[0].stderr + done[1].stderr
+    assert f"resuming from update {newest}" in done[0].stderr
+    resumed = {r["update"]: r for r in reproducible_part(read_metrics(killed))}
+    reference = reproducible_part(read_metrics(other))
+    assert [r["update"] for r in reference] == list(range(1, updates + 1))
+    assert [resumed[r["update"]] for r in reference] == reference
 
 
 def lock_holder(workdir, run: str = ""):

@@ -13,6 +13,9 @@ from pathlib import Path
 import ml_collections
 import pytest
 
+from rlcore.algorithms import algorithm_class
+from rlcore.algorithms.base import own_hyperparameters
+
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 CONFIG_FILES = sorted(p for p in CONFIG_DIR.glob("*.py") if p.name != "__init__.py")
 NAMES = [p.stem for p in CONFIG_FILES]
@@ -73,6 +76,22 @@ def test_config_files_found():
     assert "base" in NAMES and len(NAMES) > 1
 
 
+# Sub-configs whose keys are the algorithm's own hyperparameters and the env's own
+# arguments (names base.py cannot hold): checked against the algorithm's defaults.
+OWN_SUBCONFIGS = ("algo", "env_kwargs")
+
+
+def _check_own(name: str, config, own: dict) -> None:
+    """Every ``algo.NAME`` of ``config`` is a hyperparameter of its algorithm, of its
+    default's type; ``env_kwargs.NAME`` are the env's (its builder checks them)."""
+    defaults = own_hyperparameters(algorithm_class(config.algorithm))
+    for key, value in own.items():
+        if key[0] != "algo":
+            continue
+        assert key[1] in defaults, f"{name}: algo.{key[1]} is not {config.algorithm}'s"
+        assert type(value) is type(defaults[key[1]]), f"{name}: algo.{key[1]} {value!r}"
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_config_loads_with_base_fields_and_types(name):
     module = _load(name)
@@ -82,6 +101,9 @@ def test_config_loads_with_base_fields_and_types(name):
     assert isinstance(config, ml_collections.ConfigDict)
     base = _leaves(_load("base").get_config().to_dict())
     fields = _leaves(config.to_dict())
+    own = {k: v for k, v in fields.items() if k[0] in OWN_SUBCONFIGS}
+    fields = {k: v for k, v in fields.items() if k[0] not in OWN_SUBCONFIGS}
+    _check_own(name, config, own)
     extra = sorted(".".join(k) for k in fields.keys() - base.keys())
     assert not extra, f"{name}: fields missing from configs/base.py: {extra}"
     missing = sorted(".".join(k) for k in base.keys() - fields.keys())

@@ -8,9 +8,6 @@ agents is its own single run, and a run killed with -9 resumes exactly."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 
 import jax
@@ -26,14 +23,11 @@ from rlcore.learner import replay_indices
 from runtime.config.algo import fill_own
 from runtime.distributed import data_mesh
 from tests.helpers import (
-    REPO,
+    assert_floats_close,
     assert_rows_close,
-    checkpoint_steps,
-    entry_env,
-    is_clock_key,
-    kill_when,
-    read_metrics,
+    kill_and_resume,
     reproducible_part,
+    set_path,
 )
 
 REPLAY_Q = "examples.replay_q:ReplayQ"
@@ -127,11 +121,7 @@ def test_each_agent_of_seeds_and_a_sweep_of_its_own_hyperparameter_is_its_single
         one = train(single, None, mesh=mesh)
         mine = [r for r in many if (r["algo.epsilon_end"], r["seed"]) == (eps, seed)]
         assert [r["update"] for r in mine] == [r["update"] for r in one] == [1, 2, 3, 4]
-        for a, b in zip(one, mine):
-            for key, value in a.items():
-                if not is_clock_key(key) and isinstance(value, float):
-                    np.testing.assert_allclose(b[key], value, rtol=1e-5, atol=1e-7,
-                                               err_msg=key)
+        assert_floats_close(mine, one)
 
 
 def _command(module: str, workdir, delay_ms: int) -> list[str]:
@@ -155,28 +145,15 @@ def test_replay_q_resumes_exactly_after_kill_9(module, tmp_path):
     from the newest checkpoint, ring and target params included: Anakin's run then logs
     what an uninterrupted run logs; Sebulba's, which re-seeds its envs on a resume
     (docs/design.md, "Pipelines and staleness"), what a second resume of a copy logs."""
-    killed = tmp_path / "killed"
-    kill_when(_command(module, killed, 300), lambda: os.path.exists(killed / "metrics.jsonl")
-              and len((killed / "metrics.jsonl").read_text().splitlines()) >= 7)
-    newest = checkpoint_steps(killed)[-1]
-    assert 2 <= newest < 12
-    saved = json.loads((killed / "checkpoints" / str(newest) / "default" / "_METADATA")
-                       .read_text())["tree_metadata"]
-    own = [k for k in saved if "'extra', " in k]  # Anakin's under its learner state
-    assert any(k.endswith("'extra', 'ring', 'data', 'obs')") for k in own) and any(
-        "'extra', 'target', 'params'" in k for k in own), own
-    other = tmp_path / ("whole" if module == "anakin.main" else "copy")
-    if module == "sebulba.main":
-        shutil.copytree(killed, other)
-    done = [subprocess.run(_command(module, workdir, 0), cwd=REPO, env=entry_env(),
-                           capture_output=True, text=True, timeout=300)
-            for workdir in (killed, other)]
-    assert [d.returncode for d in done] == [0, 0], done[0].stderr + done[1].stderr
-    assert f"resuming from update {newest}" in done[0].stderr
-    resumed = {r["update"]: r for r in reproducible_part(read_metrics(killed))}
-    reference = reproducible_part(read_metrics(other))
-    assert [r["update"] for r in reference] == list(range(1, 13))
-    assert [resumed[r["update"]] for r in reference] == reference
+    def holds_its_own_state(killed, newest):
+        saved = json.loads((killed / "checkpoints" / str(newest) / "default" / "_METADATA")
+                           .read_text())["tree_metadata"]
+        own = [k for k in saved if "'extra', " in k]  # Anakin's under its learner state
+        assert any(k.endswith("'extra', 'ring', 'data', 'obs')") for k in own) and any(
+            "'extra', 'target', 'params'" in k for k in own), own
+
+    kill_and_resume(module, lambda workdir, delay: _command(module, workdir, delay), tmp_path,
+                    12, inspect=holds_its_own_state)
 
 
 def test_a_restored_q_learner_samples_its_own_exploration_and_acts_greedily(tmp_path):
@@ -296,11 +273,7 @@ def test_values_an_algorithm_cannot_run_are_refused_before_compiling(field, valu
     from rlcore.errors import ConfigError
 
     c = _anakin()
-    *parents, leaf = field.split(".")
-    node = c
-    for name in parents:
-        node = node[name]
-    node[leaf] = value
+    set_path(c, field, value)
     with pytest.raises(ConfigError) as e:
         anakin_prepare(c)
     assert str(e.value) == message

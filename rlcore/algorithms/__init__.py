@@ -32,6 +32,7 @@ import inspect
 from rlcore.algorithms.base import OWN_TYPES, Algorithm, own_hyperparameters
 from rlcore.algorithms.impala import Impala
 from rlcore.algorithms.ppo import PPO
+from rlcore.algorithms.pqn import PQN
 from rlcore.errors import ConfigError
 from rlcore.hparams import HParams
 from rlcore.imports import load_object, short_repr
@@ -39,6 +40,7 @@ from rlcore.imports import load_object, short_repr
 REGISTRY: dict[str, type[Algorithm]] = {
     "ppo": PPO,
     "impala": Impala,
+    "pqn": PQN,
 }
 # What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
 CLASS_ATTRIBUTES = ("minibatch_kinds", "loss_reduction", "staleness_corrections")

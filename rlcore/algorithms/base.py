@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Protocol, Self
 
 from rlcore.distributions import Distribution
+from rlcore.errors import ConfigError
 from rlcore.hparams import NAMES, HParams
 from rlcore.losses import LossMetrics
 from rlcore.types import ApplyFn, Array, EnvSpec, Params, PRNGKey, Trajectory
@@ -81,6 +82,16 @@ def own_hyperparameters(algorithm: type) -> dict[str, Any]:
 def sweepable_own(algorithm: type) -> tuple[str, ...]:
     """The own hyperparameters of ``algorithm`` a sweep may vary: the floats."""
     return tuple(k for k, v in own_hyperparameters(algorithm).items() if type(v) is float)
+
+
+def require_unit(algorithm: Any, *names: str) -> None:
+    """Raises ConfigError (``algo.NAME: must be in [0, 1], got V``) for the first of the own
+    hyperparameters ``names`` of ``algorithm`` outside [0, 1] (an epsilon, a fraction): the
+    rule ``Algorithm.check`` of several algorithms uses."""
+    for name in names:
+        value = getattr(algorithm, name)
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"algo.{name}: must be in [0, 1], got {value}")
 
 
 # A schedule of gradient steps: ``(idx, take)``, the index arrays the gradient-step loop

@@ -46,6 +46,26 @@ def values_in_chunks(params: Params, apply_fn: ApplyFn, obs: Array) -> Array:
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
 
 
+def rollout_values(params: Params, apply_fn: ApplyFn, traj: Trajectory) -> tuple[Array, Array]:
+    """``(value_tm1 [T, B], bootstrap_value [B])``: the values of ``params`` (the learner's
+    at the update's start) of a rollout's observations and of its bootstrap one. A
+    recurrent agent's from one unroll of each sequence from its ``core_state``; a
+    feed-forward one's are the trajectory's ``behaviour_value`` where it carries them (the
+    rollout ran these params, policy lag 0: only the bootstrap observation needs a pass),
+    else one pass over all (``values_in_chunks``)."""
+    t, b = traj.reward.shape
+    if traj.core_state is not None:  # recurrent: one unroll from the stored state
+        obs_all, first_all = losses.with_bootstrap(traj)
+        value_all = unroll_network(apply_fn, params, obs_all, traj.core_state, first_all)[1]
+        return value_all[:t], value_all[t]
+    if traj.behaviour_value is not None:  # the rollout ran these params (lag 0)
+        return traj.behaviour_value, apply_fn(params, traj.bootstrap_obs)[1]
+    obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
+    value_all = values_in_chunks(params, apply_fn, obs_all.reshape((-1,) + obs_all.shape[2:]))
+    value_all = value_all.reshape((t + 1, b))
+    return value_all[:t], value_all[t]
+
+
 def log_probs_in_chunks(params: Params, apply_fn: ApplyFn, obs: Array, action: Array,
                         behaviour_dist_params: Array) -> tuple[Array, Array, Array]:
     """``(log pi(a), log mu(a), value)``, each ``[N]``, of ``obs [N, ...]`` and ``action
@@ -142,22 +162,7 @@ class PPO(AlgorithmBase):
         traj = trajectory
         if self.staleness_correction in staleness.PROXIMAL:
             return self.corrected(traj, *proximal_pass(params, apply_fn, traj))
-        t, b = traj.reward.shape
-        if traj.core_state is not None:  # recurrent: one unroll from the stored state
-            obs_all, first_all = losses.with_bootstrap(traj)
-            value_all = unroll_network(apply_fn, params, obs_all, traj.core_state,
-                                       first_all)[1]
-            value_tm1, bootstrap_value = value_all[:t], value_all[t]
-        elif traj.behaviour_value is not None:  # the rollout ran these params (lag 0)
-            value_tm1 = traj.behaviour_value
-            bootstrap_value = apply_fn(params, traj.bootstrap_obs)[1]
-        else:
-            obs_all = jnp.concatenate([traj.obs, traj.bootstrap_obs[None]], axis=0)
-            value_all = values_in_chunks(params, apply_fn,
-                                         obs_all.reshape((-1,) + obs_all.shape[2:]))
-            value_all = value_all.reshape((t + 1, b))
-            value_tm1, bootstrap_value = value_all[:t], value_all[t]
-        return self.batch(traj, value_tm1, bootstrap_value)
+        return self.batch(traj, *rollout_values(params, apply_fn, traj))
 
     def batch(self, traj: Trajectory, value_tm1: Array, bootstrap_value: Array,
               log_rhos: Array | None = None) -> losses.PPOBatch:

@@ -21,6 +21,7 @@ class NetworkChoice:
       network: the torso (``rlcore.networks.NETWORKS``).
       recurrent: the core after the torso (``none``, ``lstm``, ``gru``).
       recurrent_hidden: units of the core.
+      layer_norm: the built-in torso's LayerNorms (``rlcore.networks.normed``).
       normalize_obs: the params carry observation statistics (``rlcore.normalize``).
       normalize_reward: the params carry return statistics.
       normalize_obs_clip: bound of a normalised observation.
@@ -30,6 +31,7 @@ class NetworkChoice:
     network: str
     recurrent: str = NO_CORE
     recurrent_hidden: int = 128
+    layer_norm: bool = False
     normalize_obs: bool = False
     normalize_reward: bool = False
     normalize_obs_clip: float = 10.0
@@ -45,7 +47,7 @@ def network_of(choice: NetworkChoice, spec: EnvSpec):
     """The network of ``choice`` on ``spec``: the torso with its core and the algorithm's
     heads, wrapped in ``rlcore.normalize.Normalized`` where either normalisation is on."""
     net = make_network(choice.network, spec, choice.recurrent, choice.recurrent_hidden,
-                       algorithm_class(choice.algorithm).heads(spec))
+                       algorithm_class(choice.algorithm).heads(spec), choice.layer_norm)
     return maybe_normalized(net, spec.obs_shape, choice.normalize_obs,
                             choice.normalize_reward, choice.normalize_obs_clip)
 

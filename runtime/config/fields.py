@@ -250,14 +250,17 @@ FIELDS: tuple[Field, ...] = (
                   "value)")),
         F("algorithm", "ppo", "The learning algorithm: a built-in one, or your own "
           "(docs/extending.md).", Choice(ALGORITHMS, imports=True)),
-        F("algo", SUBCONFIG, "The algorithm's own hyperparameters, `algo.NAME` (the built-in "
-          "algorithms have none: theirs are the fields below); an unset one is its default.",
+        F("algo", SUBCONFIG, "The algorithm's own hyperparameters, `algo.NAME` (PPO and "
+          "IMPALA have none: theirs are the fields below; PQN's: docs/algorithms.md); an "
+          "unset one is its default.",
           Checked("the algorithm's own hyperparameters, each of its default's type")),
         F("network", "mlp", "The network's torso: a built-in one, or your own flax module "
           "(docs/extending.md).", Choice(NETWORKS, imports=True)),
         F("recurrent", "none", "A recurrent core after the torso, reset to zeros at every "
           "episode's first step (none: feed-forward).", Choice(CORES)),
         F("recurrent_hidden", 128, "Units of the recurrent core.", POSITIVE),
+        F("layer_norm", False, "LayerNorm before each hidden activation of a built-in "
+          "network's torso (PQN's networks; impala_resnet: its dense layer only).", Flag()),
         F("total_env_steps", 500_000, "Env-step budget over all envs of all processes.",
           Ints(1, "a positive integer", hi=MAX_INT64)),
         F("num_envs", 4, "Envs in all, over all processes, threads and devices.", POSITIVE),
@@ -266,19 +269,20 @@ FIELDS: tuple[Field, ...] = (
           Number(lo=0.0, above_zero="must be > 0"), sweepable=True),
         F("max_grad_norm", 0.5, "Global-norm gradient clip; 0 disables it.", **SWEEP_NUMBER),
         F("anneal_lr", True, "Decay the learning rate linearly to 0 over the run.", Flag()),
-        F("optimizer", "adam", "The optimizer (rmsprop: torch's definition).",
+        F("optimizer", "adam", "The optimizer (radam: rectified Adam, PQN's; rmsprop: torch's "
+          "definition).",
           Choice(OPTIMIZERS)),
-        F("adam_eps", 1e-5, "Adam epsilon.", **SWEEP_NUMBER),
+        F("adam_eps", 1e-5, "Adam's and RAdam's epsilon.", **SWEEP_NUMBER),
         F("rmsprop_decay", 0.99, "Torch RMSProp alpha.", UNIT, sweepable=True),
         F("rmsprop_eps", 0.01, "RMSProp epsilon, outside the square root (torch).",
           **SWEEP_NUMBER),
         F("num_epochs", 4, "Passes over each rollout.", POSITIVE),
         F("num_minibatches", 4, "Minibatches per epoch.", POSITIVE),
         F("minibatch_kind", "auto", "What a minibatch holds: auto (the algorithm's own: PPO "
-          "samples, IMPALA sequences), samples (single (step, env) samples) or sequences "
-          "(whole envs).", Checked("auto, or one of the algorithm's kinds (ppo: samples, "
-                                   "sequences; impala: sequences; a recurrent agent: "
-                                   "sequences)")),
+          "and PQN samples, IMPALA sequences), samples (single (step, env) samples) or sequences "
+          "(whole envs).", Checked("auto, or one of the algorithm's kinds (ppo, pqn: "
+                                   "samples, sequences; impala: sequences; a recurrent "
+                                   "agent: sequences)")),
         F("update_unroll", 1, "Scan unroll of the gradient steps; 0 = fully unrolled; -1 = "
           "auto: fully unrolled on GPU/TPU, on CPU the most unroll whose compiled update fits "
           "the host's RAM by XLA's figure (runtime.config.plan.update_plan).",
@@ -296,7 +300,7 @@ FIELDS: tuple[Field, ...] = (
     *_group(
         "Losses",
         F("gamma", 0.99, "Discount.", UNIT, sweepable=True),
-        F("gae_lambda", 0.95, "PPO's GAE lambda.", UNIT, sweepable=True),
+        F("gae_lambda", 0.95, "PPO's GAE lambda; PQN's Q(lambda) lambda.", UNIT, sweepable=True),
         F("clip_eps", 0.2, "PPO's ratio clip.", **SWEEP_NUMBER),
         F("clip_vloss", False, "PPO value clipping.", Flag()),
         F("norm_adv", True, "PPO's per-minibatch advantage normalisation.", Flag()),

@@ -27,7 +27,7 @@ from runtime.config.fields import BY_NAME, FIELDS, PBT_FIELDS, RENAMED
 from runtime.config.sweep import is_number
 
 # The version of this rule that config.json is written under; a file without the key is 1.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 VERSION_KEY = "format_version"
 
 
@@ -54,6 +54,7 @@ ADDED = {
     "device_memory_gib": Added(0.0, 2),        # the device's own memory
     "algo": Added({}, 3),                      # no own hyperparameters (the built-ins')
     "env_kwargs": Added({}, 5),                # the env built with no arguments of its own
+    "layer_norm": Added(False, 6),             # no LayerNorm in the built-in networks
     # No population-based training (interval 0), the other pbt fields at their defaults.
     "pbt": Added({k: list(v) if isinstance(v := BY_NAME["pbt." + k].default, tuple) else v
                   for k in PBT_FIELDS}, 4),

@@ -514,13 +514,16 @@ def _validate_network(config, spec: EnvSpec) -> None:
     """Networks get the observations they need: ``obs_ndim`` dims where a network states it,
     uint8 ``[C, H, W]`` frame stacks (EnvPool Atari layout) for the image networks; a torso
     of the user's (an import path) imports and gives features ``[N, D]``
-    (``rlcore.networks.check_torso``)."""
+    (``rlcore.networks.check_torso``) and takes no ``layer_norm``."""
     if is_import_path(config.network):
         check_torso(config.network, spec)
         require(config.recurrent == NO_CORE or not is_whole_network(
             imported_torso(config.network, spec), spec), "recurrent",
             f"'{config.network}' is a whole network (it gives dist and value); a recurrent "
             "agent takes a torso (features [N, D]) before its core")
+        require(not config.get("layer_norm", False), "layer_norm",
+                f"is an option of the built-in networks; '{config.network}' is your own "
+                "(put nn.LayerNorm in it)")
     else:
         _validate_built_in_network(config, spec)
     # Normalised observations are float32: an image network's uint8 frames are not.

@@ -49,7 +49,7 @@ def test_kind_agrees_with_the_default(row):
 
 
 def test_views():
-    assert fields.BOOL_FIELDS == ("anneal_lr", "clip_vloss", "norm_adv", "bootstrap_time_limits",
+    assert fields.BOOL_FIELDS == ("layer_norm", "anneal_lr", "clip_vloss", "norm_adv", "bootstrap_time_limits",
                                   "normalize_obs", "normalize_reward",
                                   "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
                                   "deterministic", "memory_check")
