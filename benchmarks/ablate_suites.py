@@ -17,9 +17,10 @@ tests and notebooks.
 - ``atari-smoke``: Sebulba PPO and IMPALA on Breakout-v5 with a small budget (SPS and stage
   times only).
 - ``staleness``: the policy lag (``policy_lag`` 0, 1, 2, 4, 8) x the stale-rollout
-  correction (``staleness_correction``; IMPALA: none and lr_scale), returns in Anakin (all
-  seeds in one program) for PPO on CartPole-v1 and Breakout-MinAtar and IMPALA on
-  Breakout-MinAtar at the ``architectures`` suite's sizes and budgets; and the throughput
+  correction (``staleness_correction``; IMPALA: none and lr_scale; PQN: none), returns in
+  Anakin (all seeds in one program) for PPO on CartPole-v1 and Breakout-MinAtar and IMPALA
+  on Breakout-MinAtar at the ``architectures`` suite's sizes and budgets, and PQN on
+  Breakout-MinAtar at its config's sizes and their budget; and the throughput
   each lag buys in Sebulba (PPO, EnvPool CartPole-v1, actors jittered by
   ``STALE_JITTER_MS``). See docs/design.md, "Pipelines and staleness".
 """
@@ -120,9 +121,18 @@ ATARI_BUDGET = 8 * 32 * 6
 # the same list), the (env, algorithm) settings of its returns, and its Sebulba throughput part.
 STALE_LAGS = (0, 1, 2, 4, 8)
 STALE_CORRECTIONS = {"ppo": ("none", "decoupled", "vtrace", "lr_scale", "filter"),
-                     "impala": ("none", "lr_scale")}
+                     "impala": ("none", "lr_scale"), "pqn": ("none",)}
 STALE_SETTINGS = (("CartPole-v1", "ppo"), ("Breakout-MinAtar", "ppo"),
-                  ("Breakout-MinAtar", "impala"))
+                  ("Breakout-MinAtar", "impala"), ("Breakout-MinAtar", "pqn"))
+# PQN in the staleness suite only (Anakin): configs/minatar_breakout_pqn.py's sizes (the
+# reference's), at the MinAtar PPO and IMPALA budget, its in-training evaluation off as
+# theirs is.
+STALE_ONLY_SETTINGS = (
+    Setting("Breakout-MinAtar", "pqn", "minatar_breakout_pqn.py", "minatar_breakout_pqn.py",
+            "Breakout-MinAtar",
+            (("num_envs", 128), ("num_steps", 32), ("num_epochs", 2), ("num_minibatches", 32),
+             ("eval_every", 0)), 1_500_000),
+)
 # Uniform 0..4 ms per actor step of 12 envs (mean 2 ms, about an EnvPool Atari batch's step
 # time on a CPU core), on top of CartPole's own step.
 STALE_JITTER_MS = 4
@@ -233,7 +243,8 @@ def atari_smoke(num_seeds: int, scale: float) -> list[Cell]:
 
 
 def _arch_setting(env: str, algorithm: str) -> Setting:
-    return next(s for s in ARCH_SETTINGS if (s.env, s.algorithm) == (env, algorithm))
+    return next(s for s in ARCH_SETTINGS + STALE_ONLY_SETTINGS
+                if (s.env, s.algorithm) == (env, algorithm))
 
 
 def staleness_returns(num_seeds: int, scale: float) -> list[Cell]:

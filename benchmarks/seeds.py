@@ -4,7 +4,8 @@
 --variant=base: --variant=vclip:clip_vloss=True [--set=num_envs=64]`` runs every variant
 as ``python -m anakin.main --config=... --config.num_seeds=N --config.<override>...`` in
 ``DIR/<variant>`` and prints, per variant, the statistic the learning-quality comparisons
-use: for each seed the mean of its logged episode returns over the last 20% of training
+use: for each seed the mean of its logged episode returns (``--key``: another metric, e.g.
+``eval/episode_return``) over the last 20% of training
 (env steps above 80% of the budget), then the mean over seeds, its min and max, and how
 many seeds end at ``--threshold`` or more. A variant whose run directory already has the
 budget's last line is not run again (``--rerun`` forces it). The table also goes to
@@ -43,6 +44,9 @@ def parse_args(argv=None):
     p.add_argument("--threshold", type=float, default=475.0,
                    help="a seed counts as reaching it when its final-20%% mean is >= this "
                         "(default: %(default)s)")
+    p.add_argument("--key", default="episode_return",
+                   help="the metrics key averaged (default: %(default)s; e.g. "
+                        "eval/episode_return, the greedy evaluation's, with eval_every set)")
     p.add_argument("--rerun", action="store_true", help="run variants again even if done")
     return p.parse_args(argv)
 
@@ -64,13 +68,15 @@ def overrides(spec: str) -> list[str]:
     return [f"--config.{kv}" for kv in spec.split(",") if kv]
 
 
-def final_means(rows: list[dict], total_env_steps: int) -> dict[int, float]:
-    """``{seed: mean episode_return of its lines past (1 - LAST_FRACTION) of the budget}``."""
+def final_means(rows: list[dict], total_env_steps: int,
+                key: str = "episode_return") -> dict[int, float]:
+    """``{seed: mean of key over its lines past (1 - LAST_FRACTION) of the budget}`` (lines
+    without ``key``, or with None, left out)."""
     cut = (1 - LAST_FRACTION) * total_env_steps
     per_seed: dict[int, list[float]] = {}
     for r in rows:
-        if r["env_steps"] > cut and r.get("episode_return") is not None:
-            per_seed.setdefault(int(r.get("seed", 0)), []).append(r["episode_return"])
+        if r["env_steps"] > cut and r.get(key) is not None:
+            per_seed.setdefault(int(r.get("seed", 0)), []).append(r[key])
     return {s: sum(v) / len(v) for s, v in sorted(per_seed.items())}
 
 
@@ -87,7 +93,10 @@ def run_variant(args, name: str, spec: str) -> dict:
             json.dump(cmd, f)
     with open(config_path) as f:
         total = json.load(f)["total_env_steps"]
-    means = final_means(read_rows(workdir), total)
+    means = final_means(read_rows(workdir), total, args.key)
+    if not means:
+        raise ConfigError(f"key: no line of {workdir}/metrics.jsonl past 80% of the budget "
+                          f"has {args.key!r}")
     values = list(means.values())
     return {"variant": name, "overrides": spec or "-", "seeds": len(values),
             "mean": sum(values) / len(values), "min": min(values), "max": max(values),
@@ -104,7 +113,8 @@ def main(argv=None) -> None:
              readable(r["max"]), f"{r['reach']}/{r['seeds']}"] for r in results]
     table = format_table(headers, rows)
     common = ", ".join(args.set) or "none"
-    text = (f"{args.config}, {args.seeds} seeds, common overrides: {common}\n{table}\n"
+    text = (f"{args.config}, {args.seeds} seeds, common overrides: {common}, statistic: "
+            f"{args.key}\n{table}\n"
             + "\n".join(f"{r['variant']} per seed: " + " ".join(f"{v:.0f}" for v in r["per_seed"])
                         for r in results))
     print(text)

@@ -26,10 +26,14 @@ def test_staleness_cells_cover_the_issue_grid():
     returns = [c for c in cells if c.field("part") == "returns"]
     want = ({("CartPole-v1", "ppo", g, k) for g in LAGS for k in PPO}
             | {("Breakout-MinAtar", "ppo", g, k) for g in LAGS for k in PPO}
-            | {("Breakout-MinAtar", "impala", g, k) for g in LAGS for k in ("none", "lr_scale")})
+            | {("Breakout-MinAtar", "impala", g, k) for g in LAGS for k in ("none", "lr_scale")}
+            | {("Breakout-MinAtar", "pqn", g, "none") for g in LAGS})
     got = [(c.field("env"), c.field("algorithm"), c.field("lag"), c.field("correction"))
            for c in returns]
-    assert sorted(got) == sorted(want) and len(got) == 60
+    assert sorted(got) == sorted(want) and len(got) == 65
+    minatar = {cell_config(c).total_env_steps for c in returns
+               if c.field("env") == "Breakout-MinAtar"}
+    assert all(abs(steps - 1_500_000) < 1_500 for steps in minatar), minatar  # PPO, IMPALA, PQN
     budgets = {}
     for c in returns:
         cfg = cell_config(c)
