@@ -46,6 +46,7 @@ from envpool.registration import registry as _envpool_registry
 
 from envs.autoreset import host_initial_stats, update_episode_stats
 from envs.base import EpisodeStats, TimeStep
+from envs.kwargs import FIELD
 from rlcore.types import EnvSpec
 
 ATARI_DEFAULTS: dict[str, Any] = dict(
@@ -70,6 +71,46 @@ def is_atari(env_id: str) -> bool:
     """Whether ``env_id`` is one of EnvPool's Atari ids (``Breakout-v5``, ...)."""
     spec = _envpool_registry.specs.get(env_id)
     return spec is not None and spec[0] == "envpool.atari"
+
+
+# EnvPool options a Sebulba run sets itself (the pool's size, threads and seeds), which a
+# config's ``env_kwargs`` may not name.
+RESERVED_OPTIONS = ("num_envs", "batch_size", "num_threads", "max_num_players",
+                    "thread_affinity_offset", "base_path", "seed", "env_seed",
+                    "gym_reset_return_info")
+
+
+def check_options(env_id: str, given: dict[str, Any]) -> None:
+    """Raises ConfigError (``env_kwargs.NAME: ...``, one line) for the first option of
+    ``given`` (``{name: value}``) that EnvPool's ``env_id`` does not have, that Sebulba sets
+    itself (``RESERVED_OPTIONS``), or whose value EnvPool cannot take: another type than its
+    default's, below 1 where its default is a count of 1 or more (EnvPool crashes on a 0
+    ``noop_max``, ``stack_num`` or ``img_height``), a probability outside [0, 1]."""
+    from rlcore.errors import ConfigError
+
+    spec = _envpool.make_spec(env_id).config
+    defaults = {k: v for k, v in zip(spec._fields, spec) if k not in RESERVED_OPTIONS}
+    for name, value in given.items():
+        if name in RESERVED_OPTIONS:
+            raise ConfigError(f"{FIELD}.{name}: Sebulba sets EnvPool's {name} itself")
+        if name not in defaults:
+            raise ConfigError(f"{FIELD}.{name}: EnvPool's {env_id} has no option {name!r} "
+                              f"(its options: {', '.join(defaults)})")
+        problem = _option_problem(defaults[name], value)
+        if problem:
+            raise ConfigError(f"{FIELD}.{name}: {problem}, got {value!r}")
+
+
+def _option_problem(default: Any, value: Any) -> str | None:
+    """What is wrong with ``value`` for an EnvPool option of ``default``, or None."""
+    kind = type(default)
+    if kind is float and type(value) in (int, float):
+        return None if 0.0 <= value <= 1.0 or default > 1.0 else "must be in [0, 1]"
+    if type(value) is not kind:
+        return f"must be of type {kind.__name__}, as EnvPool's default {default!r}"
+    if kind is int and default >= 1 and value < 1:
+        return "must be an integer >= 1"
+    return None
 
 
 def host_env_ids() -> list[str]:

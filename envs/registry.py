@@ -45,7 +45,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from envs.base import HostEnv, JaxEnv
-from envs.kwargs import FIELD as KWARGS_FIELD
 from envs.kwargs import check_signature
 from rlcore.errors import ConfigError
 from rlcore.imports import colon_hint, is_import_path, load_object
@@ -266,11 +265,13 @@ def check_host_env_id(env_id: str, **env_kwargs: Any) -> None:
 
 def _check_built(library: str, name: str, env_kwargs: dict[str, Any]) -> None:
     """Builds the env of an import path, or of any library given ``env_kwargs`` (their
-    names checked first, ``envs.kwargs``); EnvPool's envs take none."""
+    names checked first, ``envs.kwargs``); EnvPool's take its options by name
+    (``envs.envpool.check_options``: those Sebulba sets itself refused)."""
     if library == ENVPOOL and env_kwargs:
-        raise ConfigError(f"{KWARGS_FIELD}.{next(iter(env_kwargs))}: EnvPool's {name} takes "
-                          "no env_kwargs here (Sebulba sets its options); leave env_kwargs "
-                          "empty, or name a jittable env (gymnax:, own: or your own class)")
+        from envs.envpool import check_options
+
+        check_options(name, env_kwargs)
+        return
     if library == IMPORTED or (env_kwargs and library in JITTABLE):
         _make_jittable(library, name, **env_kwargs)
 

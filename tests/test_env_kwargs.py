@@ -162,3 +162,24 @@ def test_evaluation_plays_whole_games_where_training_loses_lives():
     assert evaluation_kwargs_of(config) == {"episodic_life": False, "noop_max": 30}
     config.env_kwargs = {"noop_max": 30}
     assert evaluation_kwargs_of(config) == {"noop_max": 30}
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"foo": 1}, "env_kwargs.foo: EnvPool's Breakout-v5 has no option 'foo' (its options: "),
+    ({"seed": 3}, "env_kwargs.seed: Sebulba sets EnvPool's seed itself"),
+    ({"noop_max": 0}, "env_kwargs.noop_max: must be an integer >= 1, got 0"),
+    ({"stack_num": -2}, "env_kwargs.stack_num: must be an integer >= 1, got -2"),
+    ({"episodic_life": 1}, "env_kwargs.episodic_life: must be of type bool, as EnvPool's "
+     "default False, got 1"),
+    ({"repeat_action_probability": 1.5}, "env_kwargs.repeat_action_probability: must be in "
+     "[0, 1], got 1.5"),
+])
+def test_envpool_options_by_name_and_value(given, message):
+    """An EnvPool env takes its own options (PQN's Atari: episodic life, noop 30, no sticky
+    actions); a name it lacks, one Sebulba sets, or a value EnvPool would crash on (a 0
+    noop_max segfaults it) is one line before anything runs."""
+    registry.check_host_env_id("Breakout-v5", episodic_life=True, noop_max=30,
+                               repeat_action_probability=0.0, full_action_space=False)
+    with pytest.raises(ConfigError) as e:
+        registry.check_host_env_id("Breakout-v5", **given)
+    assert str(e.value).startswith(message), str(e.value)

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 import sebulba.train as sebulba_trainer
-from configs import atari_impala, atari_ppo, cartpole_impala_sebulba, cartpole_ppo_sebulba
+from configs import (
+    atari_impala,
+    atari_ppo,
+    atari_pqn_2core,
+    cartpole_impala_sebulba,
+    cartpole_ppo_sebulba,
+)
 from rlcore.errors import ConfigError
 from rlcore.seeding import host_env_seed
 from sebulba.layout import Layout
@@ -186,8 +192,11 @@ def test_no_two_envs_share_a_seed():
 @pytest.mark.optimized
 @pytest.mark.parametrize("make_config", [
     pytest.param(atari_ppo.get_config, id="ppo", marks=pytest.mark.smoke),
-    pytest.param(atari_impala.get_config, id="impala", marks=pytest.mark.slow)])
+    pytest.param(atari_impala.get_config, id="impala", marks=pytest.mark.slow),
+    pytest.param(atari_pqn_2core.get_config, id="pqn", marks=pytest.mark.slow)])
 def test_atari_smoke_three_updates(make_config):
+    """Three updates of an Atari config at 4 envs x 8 steps: finite losses (PQN's with its
+    episodic life, minimal action set and LayerNorm CNN)."""
     config = make_config()
     config.num_envs = 4
     config.num_actor_threads = 2
