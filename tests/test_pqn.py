@@ -177,6 +177,7 @@ def _eval_returns(rows):
     return [r["eval/episode_return"] for r in rows if "eval/episode_return" in r]
 
 
+@pytest.mark.slow  # 10-20 s
 def test_pqn_learns_cartpole():
     """configs/cartpole_pqn.py for 196,608 env steps (96 of its 244 updates): the greedy
     evaluation return (32 episodes every 24 updates) climbs from below 100 to 400 or more

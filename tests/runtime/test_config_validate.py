@@ -57,9 +57,9 @@ BAD = [
     _row("anakin", "seed", True, "must be an integer"),
     _row("sebulba", "seed", 2**31, "must be an integer in [0, "),
     _row("anakin", "algorithm", "a2c",
-         "must be one of ppo, impala, or an import path PACKAGE.MODULE:NAME, got 'a2c'"),
+         "must be one of ppo, impala, pqn, or an import path PACKAGE.MODULE:NAME, got 'a2c'"),
     _row("anakin", "network", "transformer", "must be one of mlp, nature_cnn, impala_resnet"),
-    _row("anakin", "optimizer", "sgd", "must be one of adam, rmsprop, got 'sgd'"),
+    _row("anakin", "optimizer", "sgd", "must be one of adam, radam, rmsprop, got 'sgd'"),
     _row("anakin", "total_env_steps", 0, "must be a positive integer, got 0"),
     _row("anakin", "num_envs", -1, "must be a positive integer, got -1"),
     _row("anakin", "num_envs", 4.0, "must be a positive integer, got 4.0"),
@@ -253,6 +253,12 @@ def test_nan_learning_rate_message_names_nan():
     ("sebulba", "doorkey_ppo_rnn"),
     ("anakin", "snake_ppo"),
     ("anakin", "playground_cartpole_balance_ppo"),
+    ("anakin", "cartpole_pqn"),
+    ("sebulba", "cartpole_pqn"),
+    ("anakin", "minatar_breakout_pqn"),
+    ("sebulba", "minatar_breakout_pqn"),
+    ("sebulba", "atari_pqn"),
+    ("sebulba", "atari_pqn_2core"),
 ])
 def test_shipped_configs_validate(mode, name):
     config = importlib.import_module(f"configs.{name}").get_config()
@@ -267,7 +273,8 @@ def test_every_runnable_config_is_listed():
               "atari_ppo", "atari_impala", "atari_ppo_2core", "atari_ppo_1gpu", "memory_ppo",
               "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo",
               "brax_inverted_pendulum_ppo", "brax_hopper_ppo", "craftax_classic_ppo_rnn",
-              "doorkey_ppo_rnn", "snake_ppo", "playground_cartpole_balance_ppo"}
+              "doorkey_ppo_rnn", "snake_ppo", "playground_cartpole_balance_ppo",
+              "cartpole_pqn", "minatar_breakout_pqn", "atari_pqn", "atari_pqn_2core"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 
