@@ -70,7 +70,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no_progress", action="store_true", help="no progress bar (tqdm)")
     p.add_argument("--from_csv", default="", help="runs nothing: writes the staleness "
                    "suite's report in --out from these results.csv files (comma-separated; "
-                   "e.g. the parts of a study run in several sessions)")
+                   "e.g. the parts of a study run in several sessions), and the return "
+                   "tables of results.md reports among them (parts whose CSV predates "
+                   "return_last20)")
     return p.parse_args(argv)
 
 
@@ -382,10 +384,11 @@ def _atari_smoke_report(records, rows_of, png):
     return sections, plots
 
 
-def _staleness_report(records, rows_of, png):
-    """The ``staleness`` suite's sections and plots (``write_report``)."""
+def _staleness_report(records, rows_of, png, reported=None):
+    """The ``staleness`` suite's sections and plots (``write_report``); ``reported``: scores
+    read from older reports (``stale.scores_from_report``), the records' own replacing them."""
     del rows_of
-    scores = stale.lag_scores(records, registry.return_range)
+    scores = {**(reported or {}), **stale.lag_scores(records, registry.return_range)}
     throughput = [r for r in records if r["part"] == "throughput"]
     sections = [("Return against policy lag", stale.returns_table(scores)),
                 (f"Within {stale.WITHIN:.0%} of lag 0", stale.within_table(scores))
@@ -423,15 +426,20 @@ def machine_line() -> str:
 
 def report_from_csv(paths: list[str], out: str) -> list[str]:
     """Writes the staleness report (results.csv, results.md, plots) in ``out`` from the
-    records of the ``results.csv`` files at ``paths``; returns the files."""
-    records = [r for path in paths for r in report.read_csv(path)]
+    records of the ``results.csv`` files at ``paths`` and the return tables of the
+    ``results.md`` reports among them (parts whose CSV predates ``return_last20``); returns
+    the files."""
+    records = [r for path in paths if not path.endswith(".md") for r in report.read_csv(path)]
+    reported = {k: v for path in paths if path.endswith(".md")
+                for k, v in stale.scores_from_report(path).items()}
     os.makedirs(out, exist_ok=True)
     csv_path = os.path.join(out, "results.csv")
     report.write_csv(csv_path, records)
-    sections, plots = _staleness_report(records, None, lambda n: os.path.join(out, f"{n}.png"))
+    sections, plots = _staleness_report(records, None, lambda n: os.path.join(out, f"{n}.png"),
+                                        reported)
     files = [csv_path, *(p for p in plots if p is not None)]
     note = ("Rebuilt from " + ", ".join(os.path.basename(os.path.dirname(os.path.abspath(p)))
-                                        + "/results.csv" for p in paths) + ".")
+                                        + "/" + os.path.basename(p) for p in paths) + ".")
     md_path = os.path.join(out, "results.md")
     _write_markdown(md_path, "staleness", len(records), f"\n{note}\n", sections, files)
     return files + [md_path]

@@ -13,6 +13,7 @@ range. Throughput (``throughput_table``): the Sebulba cells' steady-state SPS pe
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -64,6 +65,33 @@ def lag_scores(records: Sequence[dict], return_range: ReturnRange | None = None
         lo = lo if lowest is None else max(lo, lowest)
         hi = hi if highest is None else min(hi, highest)
         out[key] = LagScore(iqm, lo, hi, len(scores), min(r["env_steps"] for r in recs))
+    return out
+
+
+RETURNS_HEADING = "Return against policy lag"  # the section ``returns_table`` fills
+_CELL = re.compile(r"^(-?[\d.,]+)(?: \[(-?[\d.,]+), (-?[\d.,]+)\])?$")
+
+
+def scores_from_report(path: str) -> dict[tuple, LagScore]:
+    """The ``LagScore``\\ s of a written report's ``RETURNS_HEADING`` table (``returns_table``'s
+    form), for a study part whose ``results.csv`` predates ``return_last20``; a point
+    estimate without an interval reads as its own interval."""
+    with open(path) as f:
+        text = f.read().split(f"## {RETURNS_HEADING}", 1)[1]
+    lines = [ln for ln in text.strip().split("\n\n", 1)[0].splitlines() if ln.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    lags = [int(h.split()[1]) for h in header if h.startswith("lag ")]
+    out = {}
+    number = lambda t: float(t.replace(",", ""))  # noqa: E731
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        steps, runs = int(cells[-2].replace(",", "")), int(cells[-1])
+        for lag, cell in zip(lags, cells[3:3 + len(lags)]):
+            found = _CELL.match(cell)
+            if found:
+                iqm = number(found[1])
+                low, high = (number(found[2]), number(found[3])) if found[2] else (iqm, iqm)
+                out[(*cells[:3], lag)] = LagScore(iqm, low, high, runs, steps)
     return out
 
 

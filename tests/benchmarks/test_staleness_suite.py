@@ -179,3 +179,23 @@ def test_report_rebuilt_from_two_csvs_equals_the_report_of_all_runs(tmp_path):
         with pytest.raises(SystemExit) as stop:
             ablate.parse_args([*argv, f"--out={out}"])
         assert stop.value.code == 2
+
+
+def test_a_written_report_reads_back_as_its_scores(tmp_path):
+    """``scores_from_report`` reads the return table ``returns_table`` wrote (to its printed
+    digits), so that a study part whose results.csv predates ``return_last20`` joins a
+    rebuilt report (``ablate --from_csv=part/results.md,...``)."""
+    scores = {("Breakout-MinAtar", "ppo", "none", 0): staleness_report.LagScore(
+                  37.84, 23.2, 62.1, 5, 1_499_136),
+              ("Breakout-MinAtar", "ppo", "none", 4): staleness_report.LagScore(
+                  25.6, 25.6, 25.6, 5, 1_499_136),
+              ("Breakout-MinAtar", "pqn", "none", 1): staleness_report.LagScore(
+                  -1.5, -2.25, 1234.5, 3, 1_499_136)}
+    path = tmp_path / "results.md"
+    path.write_text(f"# x\n\n## {staleness_report.RETURNS_HEADING}\n\n"
+                    f"{staleness_report.returns_table(scores)}\n\n## Plots\n")
+    back = staleness_report.scores_from_report(str(path))
+    assert set(back) == set(scores)
+    for key, s in scores.items():
+        np.testing.assert_allclose(back[key][:3], s[:3], rtol=5e-3)
+        assert back[key][3:] == s[3:]
