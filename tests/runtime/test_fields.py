@@ -49,8 +49,8 @@ def test_kind_agrees_with_the_default(row):
 
 
 def test_views():
-    assert fields.BOOL_FIELDS == ("layer_norm", "anneal_lr", "clip_vloss", "norm_adv", "bootstrap_time_limits",
-                                  "normalize_obs", "normalize_reward",
+    assert fields.BOOL_FIELDS == ("layer_norm", "anneal_lr", "clip_vloss", "norm_adv",
+                                  "bootstrap_time_limits", "normalize_obs", "normalize_reward",
                                   "xla_cpu_multi_thread_eigen", "xla_cpu_concurrency_scheduler",
                                   "deterministic", "memory_check")
     assert fields.DEBUG_FIELDS == ("actor_jitter_ms", "fail_actor_at_update", "nan_at_update",
