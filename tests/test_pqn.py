@@ -84,7 +84,8 @@ def make_dist(q):
 @pytest.mark.parametrize("name, spec, norms", [
     ("mlp", CARTPOLE, 2),
     ("minatar_cnn", EnvSpec(obs_shape=(10, 10, 4), obs_dtype="float32", num_actions=3), 2),
-    ("nature_cnn", EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8", num_actions=4), 4),
+    pytest.param("nature_cnn", EnvSpec(obs_shape=(4, 84, 84), obs_dtype="uint8",
+                                       num_actions=4), 4, marks=pytest.mark.slow),
 ])
 def test_layer_norm_is_an_option_of_the_built_in_networks(name, spec, norms):
     """``layer_norm``: a LayerNorm before each hidden activation of the torso (the MLP's 2
