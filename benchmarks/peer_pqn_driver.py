@@ -122,7 +122,8 @@ def _plain(x: Any) -> Any:
     return x
 
 
-def run(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The driver's flags."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--purejaxql", required=True, help="the peer's repository root")
     parser.add_argument("--env", default="Breakout-MinAtar")
@@ -141,8 +142,11 @@ def run(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="config override"
     )
-    args = parser.parse_args(argv)
+    return parser
 
+
+def _config(args, parser: argparse.ArgumentParser) -> tuple[dict, dict]:
+    """``(config, overrides)``: the peer's yaml with the run's size, seeds and ``--set``."""
     total = int(args.total) if float(args.total).is_integer() else args.total
     config = _load_config(args.purejaxql, args.alg)
     config.update(
@@ -161,37 +165,36 @@ def run(argv: list[str] | None = None) -> int:
             parser.error(f"--set wants KEY=VALUE, got {item!r}")
         overrides[key] = _parse_value(text)
     config.update(overrides)
+    return config, overrides
 
-    module, script_path = _import_peer(args.purejaxql, args.script)
-    if not args.pristine:
-        _add_done_return_info(module)
 
+def _timed_train(module, config: dict, calls: int):
+    """``(outputs, rngs, timings)``: the peer's ``make_train`` jitted over the seeds, its
+    trace+lower and compile seconds, then ``calls`` timed calls."""
     import jax
-    import numpy as np
 
     t_start = time.perf_counter()
     train = module.make_train(config)  # adds NUM_UPDATES, NUM_UPDATES_DECAY, TEST_NUM_STEPS
     rngs = jax.random.split(jax.random.PRNGKey(config["SEED"]), config["NUM_SEEDS"])
-    train_vjit = jax.jit(jax.vmap(train))
-    lowered = train_vjit.lower(rngs)
+    lowered = jax.jit(jax.vmap(train)).lower(rngs)
     t_lowered = time.perf_counter()
     compiled = lowered.compile()
     t_compiled = time.perf_counter()
-
-    call_seconds = []
-    outs = None
-    for _ in range(max(1, args.calls)):
+    call_seconds, outs = [], None
+    for _ in range(max(1, calls)):
         t0 = time.perf_counter()
         outs = jax.block_until_ready(compiled(rngs))
         call_seconds.append(time.perf_counter() - t0)
+    return outs, rngs, {"trace_lower_seconds": t_lowered - t_start,
+                        "compile_seconds": t_compiled - t_lowered, "calls": call_seconds}
 
-    metrics = jax.device_get(outs["metrics"])  # each (NUM_SEEDS, NUM_UPDATES)
-    num_updates = int(config["NUM_UPDATES"])
-    steps_per_update = int(config["NUM_STEPS"]) * int(config["NUM_ENVS"])
-    env_steps = num_updates * steps_per_update * int(config["NUM_SEEDS"])
+
+def _per_seed(metrics: dict, rngs, num_seeds: int, steps_per_update: int) -> list[dict]:
+    """Each seed's per-update series from the peer's metrics (each ``[NUM_SEEDS, U]``)."""
+    import numpy as np
 
     per_seed = []
-    for i in range(int(config["NUM_SEEDS"])):
+    for i in range(num_seeds):
         row = {k: np.asarray(v[i]) for k, v in metrics.items()}
         done_frac = row["returned_episode"].astype(np.float64)
         seed = {
@@ -212,41 +215,19 @@ def run(argv: list[str] | None = None) -> int:
                 )
             seed["completed_episode_return_mean"] = mean
         per_seed.append(seed)
+    return per_seed
 
-    result = {
-        "peer": "purejaxql",
-        "script": script_path,
-        "argv": sys.argv[1:] if argv is None else argv,
-        "overrides": overrides,
-        "pristine": args.pristine,
-        "jax_version": jax.__version__,
-        "jax_backend": jax.default_backend(),
-        "devices": [str(d) for d in jax.devices()],
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "xla_flags": os.environ.get("XLA_FLAGS"),
-        "num_updates": num_updates,
-        "env_steps_per_update": steps_per_update,
-        "env_steps_total": env_steps,
-        "trace_lower_seconds": t_lowered - t_start,
-        "compile_seconds": t_compiled - t_lowered,
-        "wall_seconds": call_seconds[0],
-        "wall_seconds_all_calls": call_seconds,
-        "env_steps_per_second": env_steps / call_seconds[0],
-        "config": config,
-        "seeds": per_seed,
-    }
-    result = _plain(result)
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1, allow_nan=False)
 
+def _print_summary(result: dict, per_seed: list[dict], out: str) -> None:
+    """One line for the run, one per seed."""
+    import numpy as np
+
+    config, num_updates, calls = result["config"], result["num_updates"], result["wall_seconds"]
     print(
         f"{config['ENV_NAME']} seeds={config['NUM_SEEDS']} updates={num_updates} "
-        f"env_steps={env_steps} jax={jax.__version__} ({jax.default_backend()}): "
-        f"trace+lower {result['trace_lower_seconds']:.1f}s, compile "
-        f"{result['compile_seconds']:.1f}s, call {call_seconds[0]:.2f}s = "
+        f"env_steps={result['env_steps_total']} jax={result['jax_version']} "
+        f"({result['jax_backend']}): trace+lower {result['trace_lower_seconds']:.1f}s, compile "
+        f"{result['compile_seconds']:.1f}s, call {calls:.2f}s = "
         f"{result['env_steps_per_second']:.0f} env steps/s"
     )
     for seed in per_seed:
@@ -257,7 +238,44 @@ def run(argv: list[str] | None = None) -> int:
             f"{float(seed['logged_returned_episode_returns'][-1]):.3f}, completed-episode "
             f"return (last 10% of updates) {last}, episodes {int(seed['completed_episodes'].sum())}"
         )
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Trains the peer's seeds as the flags say and writes the JSON record of ``--out``."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    config, overrides = _config(args, parser)
+    module, script_path = _import_peer(args.purejaxql, args.script)
+    if not args.pristine:
+        _add_done_return_info(module)
+
+    import jax
+
+    outs, rngs, timings = _timed_train(module, config, args.calls)
+    num_updates = int(config["NUM_UPDATES"])
+    steps_per_update = int(config["NUM_STEPS"]) * int(config["NUM_ENVS"])
+    env_steps = num_updates * steps_per_update * int(config["NUM_SEEDS"])
+    per_seed = _per_seed(jax.device_get(outs["metrics"]), rngs, int(config["NUM_SEEDS"]),
+                         steps_per_update)
+    calls = timings["calls"]
+    result = _plain({
+        "peer": "purejaxql", "script": script_path,
+        "argv": sys.argv[1:] if argv is None else argv, "overrides": overrides,
+        "pristine": args.pristine, "jax_version": jax.__version__,
+        "jax_backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
+        "python": platform.python_version(), "cpu_count": os.cpu_count(),
+        "xla_flags": os.environ.get("XLA_FLAGS"), "num_updates": num_updates,
+        "env_steps_per_update": steps_per_update, "env_steps_total": env_steps,
+        "trace_lower_seconds": timings["trace_lower_seconds"],
+        "compile_seconds": timings["compile_seconds"], "wall_seconds": calls[0],
+        "wall_seconds_all_calls": calls, "env_steps_per_second": env_steps / calls[0],
+        "config": config, "seeds": per_seed,
+    })
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1, allow_nan=False)
+    _print_summary(result, per_seed, args.out)
     return 0
 
 
