@@ -20,7 +20,7 @@ import functools
 import sys
 
 from runtime.commands import evaluation as ev
-from runtime.config.env_args import env_kwargs_of
+from runtime.config.sweep import agent_env_kwargs
 
 # The modules that start JAX's work (``jax``, the episode player, the trainer's) load in the
 # functions below: a bad argument is refused before they do (``runtime.commands.evaluation.run``).
@@ -59,7 +59,8 @@ def evaluate(config, args: ev.EvalArgs) -> ev.Evaluation:
     network, seed = restored.network, restored.seed
     library, name = registry.resolve(config.env_id, registry.ANAKIN)
     overrides = registry.time_limit_overrides(library, args.max_episode_steps)
-    env = registry.make_jax_env(config.env_id, **{**env_kwargs_of(config), **overrides})
+    env = registry.make_jax_env(config.env_id,
+                                **{**agent_env_kwargs(config, args.agent), **overrides})
     renders = args.video and _renders(env)
     results, seen0, return0 = play_episodes(
         env, restored.apply, restored.params, EvaluateRoots.from_seed(seed), args.episodes,

@@ -5,7 +5,8 @@ devices it computes on (docs/design.md, "Validation")."""
 from __future__ import annotations
 
 from envs import registry
-from runtime.config import sweep
+from envs.kwargs import check_sweepable
+from runtime.config import env_args, sweep
 from runtime.config import validation as v
 
 
@@ -30,6 +31,18 @@ def check_fields(config, counts: v.DeviceCounts) -> int:
     return shards
 
 
+def check_swept_env(config) -> None:
+    """Each swept env argument (``sweep.env_kwargs``) builds, resets and steps its env
+    traced with the spec of the first values (``envs.kwargs.check_sweepable``), as every
+    agent builds its env in the program."""
+    given = (config.get("sweep") or {}).get(env_args.FIELD) or {}
+    if given:
+        check_sweepable(config.env_id, registry.make_jax_env, env_args.env_kwargs_of(config),
+                        {k: tuple(v) for k, v in given.items()},
+                        {k: sweep.env_value_dtype(v) for k, v in given.items()},
+                        env_args.SWEEP_REFUSAL)
+
+
 def devices_used(config, num_shards: int, num_processes: int) -> int:
     """Local devices of the data mesh (this process's shards)."""
     del config
@@ -43,4 +56,5 @@ def devices_used(config, num_shards: int, num_processes: int) -> int:
 MODE = v.ModeChecks(name="anakin", check_fields=check_fields,
                     check_env_id=registry.check_jax_env_id, env_spec=registry.jax_env_spec,
                     num_agents=sweep.num_agents, rollout_values=True,
-                    devices_used=devices_used, keeps_lagged_params=True)
+                    devices_used=devices_used, keeps_lagged_params=True,
+                    check_swept_env=check_swept_env)

@@ -69,18 +69,26 @@ class AnakinRun:
                                 distributed.device_counts().processes, sweep.variants(config)[0])
         self.derived, self.lag = self.resolved.sizes, self.resolved.policy_lag
         learner = self.resolved.learner
-        self.env = registry.make_jax_env(config.env_id, **env_kwargs_of(config))
+        # The swept env arguments' values per agent ([A] constants; empty without them): each
+        # agent builds its env with its own (``env_of``); ``env``, the first's, gives the spec.
+        first = sweep.variants(config)[0]
+        self.env = self._make_env({k[len(sweep.ENV):]: v for k, v in first.items()
+                                   if k.startswith(sweep.ENV)})
+        self.env_values = sweep.agent_env_values(config) if self.num_agents > 1 else {}
         self.network, self.hparams, self.optimizer = (
             learner.network, learner.hparams, learner.optimizer)
         seeds = jnp.asarray([t["seed"] for t in self.tags])
         self.roots = (Roots.from_seed(config.seed) if self.num_agents == 1
                       else jax.vmap(Roots.from_seed)(seeds))
-        self.rollout = make_rollout_fn(self.env, self.network.apply, config.num_steps,
-                                       config.debug.nan_at_update,
-                                       config.bootstrap_time_limits, self.num_agents > 1,
-                                       build.reward_scaling(config))
-        self.evaluate = make_train_eval_fn(self.env, self.network.apply, config.eval_max_steps,
-                                           AXIS, functools.partial(initial_core, self.network))
+        self.rollout_of = functools.partial(
+            make_rollout_fn, apply_fn=self.network.apply, num_steps=config.num_steps,
+            nan_at_update=config.debug.nan_at_update,
+            bootstrap_time_limits=config.bootstrap_time_limits,
+            over_agents=self.num_agents > 1, reward_scaling=build.reward_scaling(config))
+        self.evaluate_of = functools.partial(
+            make_train_eval_fn, apply_fn=self.network.apply, max_steps=config.eval_max_steps,
+            axis_name=AXIS, initial_core=functools.partial(initial_core, self.network))
+        self.rollout = self.rollout_of(self.env)
         env_spec = P(AXIS) if self.num_agents == 1 else P(None, AXIS)
         self.explore = (population.explore_settings(config) if population.enabled(config)
                         else None)  # population-based training's static settings
@@ -95,6 +103,16 @@ class AnakinRun:
     def per_agent(self, fn):
         """``fn`` over the agent axis (``jax.vmap``), or ``fn`` itself for one agent."""
         return fn if self.num_agents == 1 else jax.vmap(fn)
+
+    def env_of(self, values: dict):
+        """The env of an agent whose swept env arguments are ``values`` (``{NAME: value}``,
+        traced inside the agents' vmap): the run's env where nothing of it is swept."""
+        return self._make_env(values) if values else self.env
+
+    def _make_env(self, values: dict):
+        """The config's env with ``values`` over its ``env_kwargs``."""
+        return registry.make_jax_env(self.config.env_id,
+                                     **{**env_kwargs_of(self.config), **values})
 
     def agent_tags(self) -> list[dict] | None:
         """What tells the agents' metrics lines apart: swept values and seed (None for one
@@ -130,8 +148,9 @@ class AnakinRun:
         ids = self._env_ids(self.config.eval_episodes // self.num_devices)
 
         def run(_):
-            per_agent = self.per_agent(lambda p, r: self.evaluate(p, r.train_eval, ids, u))
-            return jax.lax.psum(per_agent(learner.params, roots), AXIS)
+            per_agent = self.per_agent(lambda p, r, e: self.evaluate_of(self.env_of(e))(
+                p, r.train_eval, ids, u))
+            return jax.lax.psum(per_agent(learner.params, roots, self.env_values), AXIS)
 
         if not every:
             lead = () if self.num_agents == 1 else (self.num_agents,)
@@ -159,9 +178,9 @@ class AnakinRun:
             lambda s: NamedSharding(self.mesh, s), self.state_spec.learner))
         init_envs = jax.jit(jax.shard_map(
             lambda roots: self.per_agent(
-                lambda r: reset_envs(self.env, r.env, self._env_ids(), initial_core(
+                lambda r, e: reset_envs(self.env_of(e), r.env, self._env_ids(), initial_core(
                     self.network, self.derived.envs_per_shard),
-                    self.config.normalize_reward))(roots),
+                    self.config.normalize_reward))(roots, self.env_values),
             mesh=self.mesh, in_specs=P(), out_specs=self.state_spec.envs,
         ))
         learner = init_learner(self.roots.init)
@@ -180,11 +199,12 @@ class AnakinRun:
         if self.config.debug.call_delay_ms:
             num_active = _delayed(num_active, self.config.debug.call_delay_ms / 1000)
 
-        def agent_update(state: AnakinState, roots: Roots, swept):
+        def agent_update(state: AnakinState, roots: Roots, swept, env_values):
             u = state.learner.update
             act = make_algorithm(self._agent_hparams(swept)).act
-            envs, traj, episodes = self.rollout(acting_params(state), state.envs,
-                                                (roots.action, roots.env), env_ids, u, act)
+            rollout = self.rollout_of(self.env_of(env_values)) if env_values else self.rollout
+            envs, traj, episodes = rollout(acting_params(state), state.envs,
+                                           (roots.action, roots.env), env_ids, u, act)
             if state.lagged is not None:  # values of older params: the learner's own instead
                 traj = traj.replace(behaviour_value=None)
             learner, loss = self.agent_update_fn(swept, num_updates)(
@@ -197,7 +217,8 @@ class AnakinRun:
         def one_update(state: AnakinState):
             pop = state.population  # the agents' values: traced, from the state
             state, out = self.per_agent(agent_update)(state.replace(population=None), roots,
-                                                      agent_values(self.config, pop))
+                                                      agent_values(self.config, pop),
+                                                      self.env_values)
             state = state.replace(population=pop)
             out = out.replace(evals=self._evaluations(state.learner, roots))
             if self.explore is None:  # no PBT: the population never exploits

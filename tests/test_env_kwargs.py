@@ -17,7 +17,7 @@ from configs import cartpole_ppo
 from envs import registry
 from rlcore.errors import ConfigError
 from runtime.config.saved import upgrade_saved
-from tests.helpers import REPO, config_error_lines, entry_env, run_entry
+from tests.helpers import REPO, assert_floats_close, config_error_lines, entry_env, run_entry
 
 MODULE = textwrap.dedent('''
     """A line of ``size`` cells: walk right to the end (+1), -0.01 a step."""
@@ -96,20 +96,102 @@ def test_another_value_on_resume_is_refused(user_env, tmp_path):
     assert "made with 7, not 5" in lines[0]
 
 
-@pytest.mark.parametrize("flag,start", [
-    ("--config.env_kwargs.colour=3", "config error: env_kwargs.colour: kwargenvs:Line "
+@pytest.mark.parametrize("flags,start", [
+    (["--config.env_kwargs.colour=3"], "config error: env_kwargs.colour: kwargenvs:Line "
      "takes no argument 'colour' (it takes: size, max_steps)"),
-    ("--config.sweep.env_kwargs.size=5,7", "config error: sweep.env_kwargs.size: an env's "
-     "arguments may set its shapes"),
+    (["--config.sweep.env_kwargs.size=5,7"], "config error: sweep.env_kwargs.size: "
+     "kwargenvs:Line does not build with a traced size, as each agent of a sweep builds it "
+     "(env_id: 'kwargenvs:Line' has spec obs_shape="),
+    (["--config.sweep.env_kwargs.colour=5,6"], "config error: sweep.env_kwargs.colour: "
+     "kwargenvs:Line takes no argument 'colour'"),
+    (["--config.sweep.env_kwargs.max_steps=5,x"], "config error: sweep.env_kwargs.max_steps: "
+     "values must be numbers, got (5, 'x')"),
+    (["--config.sweep.env_kwargs.max_steps=5,20", "--config.num_seeds=2",
+      "--config.pbt.interval=4", "--config.pbt.explore=env_kwargs.max_steps,"],
+     "config error: pbt.explore: 'env_kwargs.max_steps' is an argument of the agent's env"),
 ])
-def test_a_bad_or_swept_argument_is_one_line_exit_2_before_compiling(user_env, tmp_path,
-                                                                     flag, start):
-    """An argument the class does not take, or a swept one: one line, exit 2, no run."""
-    proc = _train(user_env, "anakin.main", "cartpole_ppo.py", tmp_path / "run", flag)
+def test_a_bad_or_unsweepable_argument_is_one_line_exit_2_before_compiling(user_env, tmp_path,
+                                                                           flags, start):
+    """An argument the class does not take, one that sets a shape swept, a swept value
+    that is not a number, an env argument explored by PBT: one line, exit 2, no run."""
+    proc = _train(user_env, "anakin.main", "cartpole_ppo.py", tmp_path / "run", *flags)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = config_error_lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith(start), lines
     assert "compil" not in proc.stdout.lower()
+
+
+def _sweep_config(**env_kwargs):
+    config = cartpole_ppo.get_config()
+    config.env_id, config.total_env_steps, config.num_envs, config.num_steps = (
+        ENV_ID, 2048, 4, 16)
+    config.env_kwargs.update(env_kwargs)
+    return config
+
+
+def test_a_swept_numeric_argument_trains_each_agent_on_its_own_env(user_env, tmp_path):
+    """``sweep.env_kwargs.max_steps=5,20``: one program, each agent's env built with its
+    value traced; agent 0 logs the single run with ``max_steps=5`` (to float roundoff),
+    and the evaluate command builds agent 0's env with 5."""
+    import ml_collections
+
+    import anakin
+    from runtime.config.sweep import agent_env_kwargs
+    from runtime.distributed import data_mesh
+
+    config = _sweep_config()
+    config.sweep.env_kwargs = ml_collections.ConfigDict({"max_steps": (5, 20)})
+    mesh = data_mesh(jax.devices()[:1])
+    swept = anakin.run(config, str(tmp_path / "sweep"), mesh=mesh).rows
+    single = anakin.run(_sweep_config(max_steps=5), str(tmp_path / "single"), mesh=mesh).rows
+    mine = [r for r in swept if r["env_kwargs.max_steps"] == 5]
+    assert len(mine) == len(single) > 0
+    assert_floats_close(mine, single)
+    other = [r for r in swept if r["env_kwargs.max_steps"] == 20]
+    assert other[-1]["episode_length"] != mine[-1]["episode_length"]
+    saved = json.loads((tmp_path / "sweep" / "config.json").read_text())
+    assert saved["sweep"]["env_kwargs"] == {"max_steps": [5, 20]}
+    assert [agent_env_kwargs(config, a) for a in (0, 1)] == [{"max_steps": 5},
+                                                             {"max_steps": 20}]
+
+
+@pytest.mark.slow  # 14 s
+def test_a_swept_argument_logs_the_same_on_one_and_four_devices(user_env, tmp_path):
+    """The sweep of ``max_steps`` on 1 device and on 4 (8 envs): the same rows (floats to
+    1e-5), as every sweep's."""
+    from tests.helpers import read_metrics, xla_flags
+
+    env = dict(user_env, XLA_FLAGS=xla_flags("--xla_force_host_platform_device_count=4"))
+    rows = []
+    for devices in (1, 4):
+        workdir = tmp_path / f"d{devices}"
+        proc = _train(env, "anakin.main", "cartpole_ppo.py", workdir, "--config.num_envs=8",
+                      "--config.num_minibatches=2", f"--config.num_devices={devices}",
+                      "--config.sweep.env_kwargs.max_steps=5,20")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        rows.append(read_metrics(str(workdir)))
+    assert len(rows[0]) == 2
+    assert_floats_close(rows[1], rows[0])
+
+
+def test_the_command_line_sets_a_sweeps_tuple_and_agents_keep_their_env_values():
+    """``--config.sweep.env_kwargs.NAME=V1,V2`` is a tuple of literals; the agents' values
+    are ``[A]`` constants (int32 for ints), not hyperparameters the population holds."""
+    from runtime.config import pbt, sweep
+    from runtime.config.algo import set_own
+
+    config = cartpole_ppo.get_config()
+    config.num_seeds = 2
+    set_own(config, [("sweep.env_kwargs.max_steps", "5,20"),
+                     ("sweep.env_kwargs.scale", "0.5,1.5"), ("env_kwargs.size", "7")])
+    assert tuple(config.sweep.env_kwargs.max_steps) == (5, 20)
+    assert config.env_kwargs.size == 7
+    assert sweep.num_agents(config) == 8
+    values = sweep.agent_env_values(config)
+    assert values["max_steps"].dtype == np.int32 and values["scale"].dtype == np.float32
+    assert values["max_steps"].tolist() == [5, 5, 5, 5, 20, 20, 20, 20]
+    assert values["scale"].tolist() == [0.5, 0.5, 1.5, 1.5] * 2
+    assert sweep.agent_hparams(config) is None and pbt.names(config) == ()
 
 
 def test_a_config_file_sets_them_and_the_suites_take_them(user_env):

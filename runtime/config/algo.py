@@ -63,7 +63,8 @@ def set_own(config, own: list[tuple[str, str]]) -> None:
     own = [(p, t) for p, t in own if p.split(".")[-2] != env_args.FIELD]
     if env:
         with _unlocked(config):
-            env_args.set_given(_node(config, (env_args.FIELD,)), env)
+            env_args.set_given(_node(config, (env_args.FIELD,)),
+                               lambda: _node(config, ("sweep", env_args.FIELD)), env)
     if not own:
         return
     algorithm = algorithm_class(config.algorithm)

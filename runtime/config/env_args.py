@@ -11,8 +11,10 @@ env's own arguments".
   ``runtime.config.algo.command_line_own`` took out of a command line, each value read as a
   Python literal (``7``, ``0.5``, ``True``, ``(3, 4)``) or else as the string it is;
 - ``check_structure`` is validation's check of the sub-config's form;
-- ``SWEEP_REFUSAL``: a sweep cannot vary them (an env's arguments may set its shapes and
-  lengths, which the agents of one program share).
+- ``SWEEP_REFUSAL``: why a swept argument that does not trace is refused (it sets a shape,
+  a length or Python control flow, which the agents of one program share); a numeric one
+  that traces is swept, the env built per agent with its value traced
+  (``envs.kwargs.check_sweepable``).
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ from rlcore.imports import short_repr
 
 FIELD = "env_kwargs"
 PREFIX = FIELD + "."
-SWEEP_REFUSAL = ("an env's arguments may set its shapes and lengths, which the agents of one "
-                 "program share, so they are not swept: start one run per value (each with "
-                 "its own --workdir)")
+SWEEP_REFUSAL = ("start one run per value (each with its own --workdir): the agents of one "
+                 "program share the env's shapes, lengths and Python control flow")
 _VALUES = (bool, int, float, str, type(None))
 
 
@@ -50,17 +51,17 @@ def evaluation_kwargs_of(config) -> dict[str, Any]:
     return {**given, "episodic_life": False} if "episodic_life" in given else given
 
 
-def set_given(node, given: list[tuple[str, str]]) -> None:
-    """Sets each ``(path, text)`` (``env_kwargs.NAME`` or ``sweep.env_kwargs.NAME``) in
-    ``node``, the config's (unlocked) ``env_kwargs``; a sweep's is refused.
-
-    Raises:
-      ConfigError: ``sweep.env_kwargs.NAME: ...`` (``SWEEP_REFUSAL``).
-    """
+def set_given(node, sweep_node, given: list[tuple[str, str]]) -> None:
+    """Sets each ``(path, text)`` of the command line: ``env_kwargs.NAME`` in ``node``, the
+    config's (unlocked) ``env_kwargs``, and ``sweep.env_kwargs.NAME=V1,V2,...`` (a tuple of
+    ``parsed`` values) in ``sweep_node()``, its ``sweep.env_kwargs`` (made when first
+    needed)."""
     for path, text in given:
-        if not path.startswith(PREFIX):
-            raise ConfigError(f"{path}: {SWEEP_REFUSAL}")
-        node[path[len(PREFIX):]] = parsed(text)
+        name = path.rsplit(".", 1)[1]
+        if path.startswith(PREFIX):
+            node[name] = parsed(text)
+        else:
+            sweep_node()[name] = tuple(parsed(item) for item in text.split(",") if item)
 
 
 def parsed(text: str) -> Any:

@@ -246,8 +246,8 @@ FIELDS: tuple[Field, ...] = (
         F("env_kwargs", SUBCONFIG, "The env's own arguments, `env_kwargs.NAME`, passed to its "
           "class or factory, or to its suite's constructor (gymnax's env params, ...); empty: "
           "none (docs/extending.md, \"Your own env\").",
-          Checked("arguments the env's builder takes, by name; not sweepable (a run per "
-                  "value)")),
+          Checked("arguments the env's builder takes, by name; a numeric one sweepable "
+                  "(`sweep.env_kwargs.NAME`) where the env builds with it traced")),
         F("algorithm", "ppo", "The learning algorithm: a built-in one, or your own "
           "(docs/extending.md).", Choice(ALGORITHMS, imports=True)),
         F("algo", SUBCONFIG, "The algorithm's own hyperparameters, `algo.NAME` (PPO and "

@@ -23,7 +23,7 @@ from rlcore.hparams import SCALARS, HParams
 from rlcore.pbt import METHODS, RESAMPLE, Explore
 from runtime.config.algo import sweepable_names
 from runtime.config.fields import ALGO, PBT_FIELDS, SWEEPABLE, hparams_of
-from runtime.config.sweep import agent_tags, num_agents, swept, with_values
+from runtime.config.sweep import ENV, agent_tags, num_agents, swept_hparams, with_values
 
 STATISTICS = ("return", "eval")
 FLOAT32_MAX = 3.4028234663852886e38  # the programs hold the values as float32
@@ -38,7 +38,7 @@ def enabled(config) -> bool:
 def names(config) -> tuple[str, ...]:
     """The hyperparameters each agent holds: the swept fields (``sweep`` order, ``algo.NAME``
     for an algorithm's own), then, with PBT on, the explored fields that are not swept."""
-    fields = tuple(swept(config))
+    fields = tuple(swept_hparams(config))
     explored = config.pbt.explore if enabled(config) else ()
     return fields + tuple(k for k in explored if k not in fields)
 
@@ -46,7 +46,7 @@ def names(config) -> tuple[str, ...]:
 def bounds(config) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """``(low, high)`` per name: an explored field's ``pbt.low``/``pbt.high`` or its sweep's
     smallest and largest value; an unexplored one's, unbounded."""
-    fields, pbt = swept(config), config.pbt
+    fields, pbt = swept_hparams(config), config.pbt
     low, high = [], []
     for k in names(config):
         if k not in pbt.explore:
@@ -61,7 +61,7 @@ def bounds(config) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 def explore_settings(config) -> Explore:
     """The step's static settings (``rlcore.pbt.Explore``) for the config's population."""
-    fields = swept(config)
+    fields = swept_hparams(config)
     low, high = bounds(config)
     return Explore(
         num_exploited=exploited(config.pbt.fraction, num_agents(config)),
@@ -177,6 +177,9 @@ def _check_explore(config) -> None:
              f"must be a non-empty tuple of sweepable fields, got {explore!r}")
     takes = SWEEPABLE + sweepable_names(config)
     for k in explore:
+        _require(not k.startswith(ENV), "pbt.explore",
+                 f"{k!r} is an argument of the agent's env, which keeps its envs through an "
+                 "exploit; sweep it (sweep.env_kwargs) and explore hyperparameters")
         _require(k in takes, "pbt.explore",
                  f"{k!r} is not a sweepable field; sweepable fields: {', '.join(takes)}")
     _require(len(set(explore)) == len(explore), "pbt.explore",
@@ -186,7 +189,7 @@ def _check_explore(config) -> None:
 def _check_bounds(config, check_value) -> None:
     """Per explored field: a range to stay in (given, or its sweep's), each bound a value
     the field takes, low <= high; resample needs each explored field swept."""
-    pbt, fields = config.pbt, swept(config)
+    pbt, fields = config.pbt, swept_hparams(config)
     for side in ("low", "high"):
         given = pbt[side]
         _require(len(given) in (0, len(pbt.explore)), f"pbt.{side}",

@@ -61,7 +61,7 @@ from runtime.config.fields import (
     hparams_of,
     renamed,
 )
-from runtime.config.sweep import num_variants, swept, with_values
+from runtime.config.sweep import ENV, num_variants, swept, with_values
 
 # Number fields enter the compiled programs as float32: larger magnitudes become inf.
 FLOAT32_MAX = 3.4028234663852886e38
@@ -152,6 +152,9 @@ class ModeChecks:
       actor_threads: ``(config, num_processes) -> threads`` per actor device, the
         machine's where ``num_actor_threads`` is 0 (Sebulba); 0 for a mode without actor
         threads. Read, never written into the config by a check.
+      check_swept_env: ``config -> None``: raises ConfigError for a swept env argument
+        (``sweep.env_kwargs``) the mode's env cannot take traced (Anakin; a mode that
+        sweeps nothing refuses every sweep in ``check_fields``).
     """
 
     name: str
@@ -166,6 +169,7 @@ class ModeChecks:
     default_lag: Callable[[ml_collections.ConfigDict], int | None] = lambda config: 0
     keeps_lagged_params: bool = False
     actor_threads: Callable[[ml_collections.ConfigDict, int], int] = lambda config, p: 0
+    check_swept_env: Callable[[ml_collections.ConfigDict], None] = lambda config: None
 
     def spec(self, config) -> EnvSpec:
         """The EnvSpec of ``config``'s env (``env_id`` with its ``env_kwargs``)."""
@@ -297,6 +301,7 @@ def validate(config, mode: ModeChecks, counts: DeviceCounts) -> int:
     shards = mode.check_fields(config, counts)
     _validate_common(config, shards, mode.check_env_id)
     _validate_sweep(config, shards, mode.check_env_id)
+    mode.check_swept_env(config)
     pbt.check(config, mode.num_agents(config), check_field, derive(config).num_updates)
     # Last: the env's spec imports its library (Brax and MuJoCo take seconds).
     _validate_network(config, mode.spec(config))
@@ -333,12 +338,11 @@ def _validate_structure(config) -> None:
     for field, values in sweep.items():
         require(field in config and field not in ("debug", "sweep"), "sweep",
                 f"{field!r} is not a field of the config")
-        require(field != env_args.FIELD, "sweep.env_kwargs", env_args.SWEEP_REFUSAL)
-        if field == "algo":  # the own hyperparameters' tuples (``runtime.config.algo``)
-            require(isinstance(values, (ml_collections.ConfigDict, Mapping)), "sweep.algo",
+        if field in ("algo", env_args.FIELD):  # own hyperparameters', env arguments' tuples
+            require(isinstance(values, (ml_collections.ConfigDict, Mapping)), f"sweep.{field}",
                     f"must be a sub-config of value tuples, got {shown(values)}")
             for name, own in values.items():
-                require(isinstance(own, (tuple, list)), f"sweep.algo.{name}",
+                require(isinstance(own, (tuple, list)), f"sweep.{field}.{name}",
                         f"must be a tuple of values, got {shown(own)}")
             continue
         require(values is None or isinstance(values, (tuple, list)), f"sweep.{field}",
@@ -351,7 +355,7 @@ def _validate_sweep(config, num_shards: int, check_env_id) -> None:
     ``sweep.<field>``."""
     fields = swept(config)
     for field in fields:
-        require(field in SWEEPABLE or field.startswith(ALGO), f"sweep.{field}",
+        require(field in SWEEPABLE or field.startswith((ALGO, ENV)), f"sweep.{field}",
                 "sets an array shape or the run's structure, which agents of one program "
                 f"share; sweepable fields: {', '.join(SWEEPABLE)}")
         require(all(is_number(v) for v in fields[field]), f"sweep.{field}",
