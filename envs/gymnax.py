@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envs import vma
 from envs.autoreset import AutoResetJaxEnv
 from envs.kwargs import refuse_unknown
 from rlcore.types import EnvSpec
@@ -59,6 +60,12 @@ for _name in RENDER_ONLY_MODULES:
     sys.modules.setdefault(_name, _OnFirstUse(_name))
 
 import gymnax as _gymnax  # noqa: E402  (after the deferral above)
+
+# gymnax's env modules whose loops do not type-check inside Anakin's ``shard_map`` (a
+# ``while_loop`` from a constant carry: MinAtar Asterix's entity slots), given envs/vma.py's
+# stand-ins at construction. Every other gymnax env steps there as it is (checked, all five
+# MinAtar games: tests/envs/test_suite_envs.py), so it keeps JAX's own loops and conds.
+SHARD_MAP_PATCHED = ("gymnax.environments.minatar.asterix",)
 from gymnax.environments import environment as _gymnax_environment  # noqa: E402
 from gymnax.environments import spaces as _gymnax_spaces  # noqa: E402
 
@@ -92,6 +99,8 @@ class GymnaxEnv(AutoResetJaxEnv):
                 "envs.gymnax needs gymnax >= 1.0 (step_env without the time limit in done)"
             )
         env, params = _gymnax.make(env_id) if env is None else env
+        if type(env).__module__ in SHARD_MAP_PATCHED:
+            vma.patch_modules(type(env).__module__)  # its loops inside shard_map (envs/vma.py)
         if param_overrides:
             refuse_unknown(env_id, param_overrides, (f.name for f in dataclasses.fields(params)))
             params = params.replace(**param_overrides)
