@@ -9,7 +9,7 @@ algorithm protocol"):
 - its own state: target params and a per-env ring of the last ``replay_rollouts`` rollouts'
   transitions (``rlcore.types.ByEnv``, split over the devices like the envs);
 - its update: ``gradient_steps`` minibatches drawn uniformly from the filled rows
-  (``rlcore.learner.replay_indices``), one-step TD targets of the target params, the target
+  (``rlcore.replay.replay_indices``), one-step TD targets of the target params, the target
   refreshed every ``target_every`` updates.
 
 A small DQN (Mnih et al. 2015) without its tricks beyond the target network: no n-step
@@ -30,7 +30,7 @@ from flax import struct
 from rlcore.algorithms.base import MEAN, SAMPLES, AlgorithmBase, Schedule, require_unit
 from rlcore.distributions import Distribution, epsilon_greedy
 from rlcore.errors import ConfigError
-from rlcore.learner import replay_indices
+from rlcore.replay import replay_indices
 from rlcore.losses import LossMetrics
 from rlcore.networks import QHead
 from rlcore.staleness import NONE

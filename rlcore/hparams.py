@@ -18,6 +18,8 @@ import dataclasses
 
 from flax import struct
 
+from rlcore.replay import ReplaySettings
+
 
 @struct.dataclass
 class HParams:
@@ -35,7 +37,8 @@ class HParams:
     ``update_unroll`` (0: fully unrolled) and ``microbatches`` (``>= 1``), the
     staleness correction (``rlcore.staleness``) with its two constants, and the run's size
     (``num_envs``, ``num_steps``, ``total_env_steps``: what a schedule in env steps reads,
-    PQN's epsilon).
+    PQN's epsilon), and the ``replay`` fields (``rlcore.replay.ReplaySettings``; read by an
+    algorithm with a buffer).
     """
 
     learning_rate: float
@@ -69,6 +72,7 @@ class HParams:
     num_envs: int = struct.field(pytree_node=False)
     num_steps: int = struct.field(pytree_node=False)
     total_env_steps: int = struct.field(pytree_node=False)
+    replay: ReplaySettings = struct.field(pytree_node=False, default=ReplaySettings())
 
     def override(self, part: "HParams") -> "HParams":
         """This record with the scalars that ``part`` holds (those not None) from ``part``,

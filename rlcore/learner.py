@@ -72,44 +72,6 @@ def own_state_init(hp: HParams, spec: EnvSpec, num_envs: int,
     return lambda params: algorithm.init_state(params, spec, num_envs, num_steps)
 
 
-def replay_indices(key: PRNGKey, filled: Array, num_local_envs: int, block: int,
-                   num_batches: int, per_block: int,
-                   axis_name: str | None = None) -> tuple[Array, Array]:
-    """(row, env) indices of ``num_batches`` minibatches drawn uniformly, with replacement,
-    from the first ``filled`` rows of a per-env store ``[R, B_local, ...]`` (a replay
-    buffer in ``rlcore.types.ByEnv``); device-count free as ``sample_minibatch_indices``:
-    the global env axis is cut into blocks of ``block`` envs, and minibatch ``k`` takes
-    ``per_block`` samples of every block, drawn with ``fold_in(fold_in(key, k), g)`` for
-    global block ``g``.
-
-    Args:
-      key: the update's PRNG key, identical on every device.
-      filled: int ``[]``, rows written so far (``1 <= filled <= R``).
-      num_local_envs: envs this device holds, a multiple of ``block``.
-      block: envs per block.
-      num_batches: minibatches K.
-      per_block: samples of each block in a minibatch.
-      axis_name: device axis holding consecutive slices of the env axis, or None.
-
-    Returns:
-      ``(rows, envs)``, int32 ``[K, per_block, num_local_envs // block]`` each (a
-      ``take_samples`` pair).
-    """
-    blocks = num_local_envs // block
-    first_block = jax.lax.axis_index(axis_name) * blocks if axis_name is not None else 0
-
-    def draw(k: Array, g: Array) -> tuple[Array, Array]:
-        row_key, env_key = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, k), g))
-        return (jax.random.randint(row_key, (per_block,), 0, filled, jnp.int32),
-                jax.random.randint(env_key, (per_block,), 0, block, jnp.int32))
-
-    ids = first_block + jnp.arange(blocks)
-    rows, envs = jax.vmap(lambda k: jax.vmap(lambda g: draw(k, g))(ids))(
-        jnp.arange(num_batches))  # [K, blocks, per_block]
-    envs = envs + (jnp.arange(blocks, dtype=jnp.int32) * block)[None, :, None]
-    return rows.transpose((0, 2, 1)), envs.transpose((0, 2, 1))
-
-
 def block_permutations(key: PRNGKey, num_local_envs: int, num_minibatches: int,
                        num_epochs: int, size: int, axis_name: str | None = None) -> Array:
     """A permutation of ``size`` items for every (epoch, global block) of this device.
@@ -356,9 +318,18 @@ def make_update_fn(algorithm: Algorithm, apply_fn: ApplyFn,
         def step(carry: OptCarry, mb_idx: Any) -> tuple[OptCarry, LossMetrics]:
             return gradient_step(carry, take(source, mb_idx))
 
-        (params, opt_state), metrics = jax.lax.scan(step, (state.params, state.opt_state), idx,
-                                                    unroll=unroll)
-        metrics = jax.tree.map(jnp.mean, metrics)
+        def steps(carry: OptCarry) -> tuple[OptCarry, LossMetrics]:
+            carry, metrics = jax.lax.scan(step, carry, idx, unroll=unroll)
+            return carry, jax.tree.map(jnp.mean, metrics)
+
+        learns = getattr(algorithm, "learns", lambda extra, update: True)(extra, state.update)
+        carry = (state.params, state.opt_state)
+        if learns is True:  # every update learns: the steps as they are, no branch
+            (params, opt_state), metrics = steps(carry)
+        else:  # e.g. a replay buffer's warm-up: the steps skipped, metrics zero
+            zeros = lambda c: (c, jax.tree.map(  # noqa: E731
+                lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(steps, c)[1]))
+            (params, opt_state), metrics = jax.lax.cond(learns, steps, zeros, carry)
         if observe is not None:
             params = observe(params, trajectory, axis_name)
         extra = algorithm.after_update(extra, params, state.update + 1)

@@ -19,7 +19,7 @@ from anakin.train import prepare as anakin_prepare
 from anakin.train import train
 from configs import cartpole_ppo, cartpole_ppo_sebulba
 from rlcore.distributions import epsilon_greedy
-from rlcore.learner import replay_indices
+from rlcore.replay import replay_indices
 from runtime.config.algo import fill_own
 from runtime.distributed import data_mesh
 from tests.helpers import (

@@ -30,6 +30,7 @@ import dataclasses
 import inspect
 
 from rlcore.algorithms.base import OWN_TYPES, Algorithm, own_hyperparameters
+from rlcore.algorithms.dqn import DQN
 from rlcore.algorithms.impala import Impala
 from rlcore.algorithms.ppo import PPO
 from rlcore.algorithms.pqn import PQN
@@ -41,6 +42,7 @@ REGISTRY: dict[str, type[Algorithm]] = {
     "ppo": PPO,
     "impala": Impala,
     "pqn": PQN,
+    "dqn": DQN,
 }
 # What an algorithm class has (``rlcore.algorithms.base.Algorithm``).
 CLASS_ATTRIBUTES = ("minibatch_kinds", "loss_reduction", "staleness_corrections")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, ClassVar, Protocol, Self
 
+import jax.numpy as jnp
+
 from rlcore.distributions import Distribution
 from rlcore.errors import ConfigError
 from rlcore.hparams import NAMES, HParams
@@ -94,6 +96,23 @@ def require_unit(algorithm: Any, *names: str) -> None:
             raise ConfigError(f"algo.{name}: must be in [0, 1], got {value}")
 
 
+def linear_epsilon(update: Array, start: float | Array, finish: float | Array,
+                   decay_updates: float | Array) -> Array:
+    """Epsilon of the rollout of update ``update`` (updates done before it; int32 ``[]``):
+    linear from ``start`` to ``finish`` over ``decay_updates`` updates, then ``finish``
+    (``finish`` from the first update where ``decay_updates`` is 0): the schedule of every
+    epsilon-greedy algorithm (PQN's, DQN's; CleanRL's ``linear_schedule`` in updates)."""
+    decay = jnp.asarray(decay_updates, jnp.float32)  # traced where swept
+    frac = jnp.where(decay > 0, jnp.clip(update / jnp.maximum(decay, 1e-9), 0.0, 1.0), 1.0)
+    return start + frac * (finish - start)
+
+
+def decay_updates(fraction: float | Array, env_steps: int, steps_per_update: int) -> Any:
+    """Updates an epsilon decays over: ``fraction`` of the updates of ``env_steps`` env
+    steps (``env_steps // steps_per_update``, rounded down, as PQN's reference)."""
+    return fraction * (env_steps // steps_per_update)
+
+
 # A schedule of gradient steps: ``(idx, take)``, the index arrays the gradient-step loop
 # scans over (leading axis: the steps) and ``take(source, idx_k) -> minibatch``.
 Schedule = tuple[Any, Callable[[Any, Any], Any]]
@@ -177,7 +196,7 @@ class Algorithm(Protocol):
     def schedule(self, source: Any, extra: Any, key: PRNGKey,
                  axis_name: str | None) -> Schedule | None:
         """The update's gradient steps over ``source``: ``(idx, take)`` (``Schedule``; e.g.
-        K minibatches sampled from a buffer with ``rlcore.learner.replay_indices``), or None
+        K minibatches sampled from a buffer with ``rlcore.replay.replay_indices``), or None
         for the platform's ``num_epochs x num_minibatches`` over the rollout. Device-count
         free as the platform's: draw per global block of envs."""
         ...
@@ -185,6 +204,13 @@ class Algorithm(Protocol):
     def after_update(self, extra: Any, params: Params, update: Array) -> Any:
         """The own state after the gradient steps of the update that makes ``update``
         (int32 ``[]``) updates done, with the new ``params`` (a target network's refresh)."""
+        ...
+
+    def learns(self, extra: Any, update: Array) -> Array | bool:
+        """Whether update ``update`` (int32 ``[]``, updates done before it) takes its gradient
+        steps (a replay buffer's warm-up: not before it holds enough); ``True`` (a Python
+        bool, the default) for every update: the steps run unconditionally. Optional: a
+        class without it learns at every update."""
         ...
 
     def check(self) -> None:
@@ -230,6 +256,11 @@ class AlgorithmBase(FromHParams):
         """``extra`` as it is."""
         del params, update
         return extra
+
+    def learns(self, extra: Any, update: Array) -> Array | bool:
+        """True: every update takes its gradient steps."""
+        del extra, update
+        return True
 
     def check(self) -> None:
         """Nothing beyond the config fields' own rules."""

@@ -32,7 +32,15 @@ import optax
 from flax import struct
 
 from rlcore import returns
-from rlcore.algorithms.base import MEAN, SAMPLES, SEQUENCES, AlgorithmBase, require_unit
+from rlcore.algorithms.base import (
+    MEAN,
+    SAMPLES,
+    SEQUENCES,
+    AlgorithmBase,
+    decay_updates,
+    linear_epsilon,
+    require_unit,
+)
 from rlcore.algorithms.ppo import rollout_values
 from rlcore.distributions import Categorical, Distribution, epsilon_greedy
 from rlcore.errors import ConfigError
@@ -141,19 +149,13 @@ class PQN(AlgorithmBase):
                               f"of shape {tuple(spec.action_shape)})")
         return QHead(spec.num_actions)
 
-    def decay_updates(self) -> float:
-        """Updates epsilon decays over: ``epsilon_fraction`` of the schedule's updates (its
-        env steps over the env steps of an update, rounded down, as the reference)."""
-        budget = self.epsilon_env_steps or self.total_env_steps
-        return self.epsilon_fraction * (budget // (self.num_envs * self.num_steps))
-
     def epsilon(self, update: Array) -> Array:
         """Epsilon of the rollout of update ``update`` (updates done before it; int32 ``[]``):
-        linear from ``epsilon_start`` to ``epsilon_finish`` over ``decay_updates``, then
-        ``epsilon_finish``."""
-        decay = jnp.asarray(self.decay_updates(), jnp.float32)  # traced where swept
-        frac = jnp.where(decay > 0, jnp.clip(update / jnp.maximum(decay, 1e-9), 0.0, 1.0), 1.0)
-        return self.epsilon_start + frac * (self.epsilon_finish - self.epsilon_start)
+        linear from ``epsilon_start`` to ``epsilon_finish`` over ``epsilon_fraction`` of the
+        schedule's updates (``base.linear_epsilon``)."""
+        budget = self.epsilon_env_steps or self.total_env_steps
+        decay = decay_updates(self.epsilon_fraction, budget, self.num_envs * self.num_steps)
+        return linear_epsilon(update, self.epsilon_start, self.epsilon_finish, decay)
 
     def act(self, dist: Distribution, update: Array) -> Distribution:
         """Epsilon-greedy on the Q-values (``dist.logits``) at ``epsilon(update)``."""

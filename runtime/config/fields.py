@@ -36,6 +36,7 @@ import ml_collections
 
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.hparams import HParams
+from rlcore.replay import ReplaySettings
 from rlcore.networks import CORES, NETWORKS
 from rlcore.optim import OPTIMIZERS
 from rlcore.seeding import MAX_EVAL_ENVS
@@ -495,6 +496,24 @@ FIELDS: tuple[Field, ...] = (
                                           "field takes, >= its low bound")),
     ),
     *_group(
+        "Replay (dqn): the buffer in the learner state",
+        F("replay", SUBCONFIG, "The replay buffer of an algorithm that learns from one "
+          "(dqn): a ring of each env's last transitions in the learner state, split over "
+          "the devices with the envs and checkpointed with the run (docs/algorithms.md, "
+          "\"DQN\"); the other algorithms ignore it.",
+          Checked("a sub-config with every replay field")),
+        F("replay.capacity", 10_000, "Transitions the buffer holds over all envs (each env "
+          "keeps `capacity / num_envs` rows; dqn: a multiple of num_envs x num_steps).",
+          POSITIVE),
+        F("replay.warmup", 10_000, "Env steps collected before the first gradient step "
+          "(CleanRL's `learning_starts`).", NATURAL),
+        F("replay.ratio", 0.1, "Gradient steps per env step (CleanRL's 1 / "
+          "`train_frequency`; dqn: whole gradient steps per update of num_envs x num_steps "
+          "env steps).", Number(lo=0.0, above_zero="must be > 0")),
+        F("replay.batch_size", 128, "Transitions per gradient step, an equal share from "
+          "every env (dqn: a multiple of num_envs).", POSITIVE),
+    ),
+    *_group(
         "Sweeps",
         F("sweep", SUBCONFIG, "Anakin: values per number field, one agent each (x seeds); "
           "an empty tuple per number field by default.",
@@ -507,6 +526,7 @@ BY_NAME = {f.name: f for f in FIELDS}
 BOOL_FIELDS = tuple(f.name for f in FIELDS if f.kind == BOOL)
 DEBUG_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("debug."))
 PBT_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("pbt."))
+REPLAY_FIELDS = tuple(f.name.split(".", 1)[1] for f in FIELDS if f.name.startswith("replay."))
 SWEEPABLE = tuple(f.name for f in FIELDS if f.sweepable)
 # Tuples of names (``pbt.explore``): the command line's comma form splits there
 # (``runtime.commands.train_flags``; docs/design.md, "Config fields").
@@ -562,7 +582,10 @@ def hparams_of(config, values: Mapping[str, Any] | None = None) -> HParams:
     values = values or {}
     algo = dict(config.get("algo") or {})
     algo.update({k[len(ALGO):]: v for k, v in values.items() if k.startswith(ALGO)})
-    return HParams(**{f.name: algo if f.name == "algo" else
+    replay = config.get("replay") or {}
+    own = {"algo": algo, "replay": ReplaySettings(**{k: replay[k] for k in REPLAY_FIELDS
+                                                     if k in replay})}
+    return HParams(**{f.name: own[f.name] if f.name in own else
                       values[f.name] if f.name in values else config[f.name]
                       for f in dataclasses.fields(HParams)})
 

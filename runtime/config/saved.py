@@ -23,11 +23,11 @@ import dataclasses
 from typing import Any, Mapping
 
 from rlcore.errors import ConfigError
-from runtime.config.fields import BY_NAME, FIELDS, PBT_FIELDS, RENAMED
+from runtime.config.fields import BY_NAME, FIELDS, PBT_FIELDS, RENAMED, REPLAY_FIELDS
 from runtime.config.sweep import is_number
 
 # The version of this rule that config.json is written under; a file without the key is 1.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 VERSION_KEY = "format_version"
 
 
@@ -55,6 +55,8 @@ ADDED = {
     "algo": Added({}, 3),                      # no own hyperparameters (the built-ins')
     "env_kwargs": Added({}, 5),                # the env built with no arguments of its own
     "layer_norm": Added(False, 6),             # no LayerNorm in the built-in networks
+    # No algorithm of an older run reads a replay buffer: the fields at their defaults.
+    "replay": Added({k: BY_NAME["replay." + k].default for k in REPLAY_FIELDS}, 7),
     # No population-based training (interval 0), the other pbt fields at their defaults.
     "pbt": Added({k: list(v) if isinstance(v := BY_NAME["pbt." + k].default, tuple) else v
                   for k in PBT_FIELDS}, 4),

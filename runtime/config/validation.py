@@ -49,6 +49,7 @@ from runtime.config.fields import (
     MAX_INT64,  # noqa: F401 - the rules' bounds are runtime.config.fields', named here for the modes
     MAX_SEED,  # noqa: F401
     RENAMED,
+    REPLAY_FIELDS,
     SWEEPABLE,
     Checked,
     Choice,
@@ -319,7 +320,7 @@ def validate_fields(config) -> None:
 
 def _validate_structure(config) -> None:
     """No former field name (``runtime.config.fields.RENAMED``); the sub-configs the mode checks
-    read: ``debug`` with its knobs, ``pbt`` with its fields, and ``sweep`` (where the config
+    read: ``debug`` with its knobs, ``pbt`` and ``replay`` with their fields, and ``sweep`` (where the config
     has one) with a tuple of values, or None, per field."""
     for old in RENAMED:
         require(old not in config, old, renamed(old))
@@ -329,6 +330,11 @@ def _validate_structure(config) -> None:
     for field in DEBUG_FIELDS:
         require(field in debug, f"debug.{field}", "is missing")
     pbt.check_structure(config)
+    replay = config.get("replay")
+    require(isinstance(replay, (ml_collections.ConfigDict, Mapping)), "replay",
+            f"must be a sub-config of the replay fields, got {shown(replay)}")
+    for field in REPLAY_FIELDS:
+        require(field in replay, f"replay.{field}", "is missing")
     env_args.check_structure(config)
     if "sweep" not in config:
         return
