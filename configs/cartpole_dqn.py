@@ -14,16 +14,13 @@ def get_config():
     c.num_devices = 1               # one env: one device (0 = all devices)
     c.num_envs = 1                  # x 500k env steps (base.py's budget)
     c.num_steps = 10                # a gradient step every 10 env steps: 50,000 updates
-    c.num_minibatches = 1           # (the replay fields set the gradient steps)
-    c.replay.capacity = 10_000      # transitions (CleanRL's buffer_size)
-    c.replay.warmup = 10_000        # env steps before the first gradient step
-    c.replay.ratio = 0.1            # gradient steps per env step (1 / train_frequency)
-    c.replay.batch_size = 128       # transitions per gradient step
+    c.num_minibatches = 1           # (the replay fields set the gradient steps: base.py's
+    #                                 capacity 10,000, warm-up 10,000 env steps, ratio 0.1,
+    #                                 batch 128 are CleanRL's)
     c.algo.target_every = 500       # env steps between target copies (tau 1)
     c.algo.epsilon_finish = 0.05    # epsilon 1 -> 0.05 ...
     c.algo.epsilon_fraction = 0.5   # ... over the first half of the run
-    c.learning_rate = 2.5e-4        # Adam, constant
-    c.anneal_lr = False
+    c.anneal_lr = False             # Adam at base.py's 2.5e-4, constant
     c.adam_eps = 1e-8               # optax's default, CleanRL's
     c.max_grad_norm = 0.0           # no clipping (CleanRL's)
     c.log_every = 2500              # 25k env steps a line

@@ -191,3 +191,30 @@ def test_dqn_learns_cartpole_over_ten_seeds():
     per_seed = [float(np.mean([r["eval/episode_return"] for r in late if r["seed"] == s]))
                 for s in range(10)]
     assert np.mean(per_seed) >= 400 and sum(v >= 475 for v in per_seed) >= 7, per_seed
+
+
+def test_a_buffer_too_large_for_the_device_names_replay_capacity_before_compiling():
+    """The buffer's bytes are known from its shapes: 10^6 CartPole transitions (45.8 MiB)
+    against a 40 MiB device are one line naming ``replay.capacity``, exit 2, nothing
+    compiled."""
+    from tests.helpers import config_error_lines, run_entry
+
+    proc = run_entry("anakin.main", ["--config=configs/cartpole_dqn.py",
+                                     "--config.replay.capacity=1000000",
+                                     "--config.device_memory_gib=0.04",
+                                     "--workdir=/nonexistent"])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = config_error_lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith(
+        "config error: replay.capacity: the replay buffer needs at least 45.8 MiB"), lines
+    assert "compil" not in proc.stdout.lower()
+
+
+def test_an_old_run_reads_the_replay_fields_at_their_defaults():
+    """A ``config.json`` written before the ``replay`` sub-config (format 6) reads it at
+    the defaults, which no algorithm of that version read."""
+    from runtime.config.saved import upgrade_saved
+
+    assert upgrade_saved({"seed": 1, "format_version": 6})["replay"] == {
+        "capacity": 10_000, "warmup": 10_000, "ratio": 0.1, "batch_size": 128}
+    assert "replay" not in upgrade_saved({"seed": 1, "format_version": 7})

@@ -78,7 +78,8 @@ class DQNBatch:
 class DQN(AlgorithmBase):
     """DQN's hyperparameters: the config's ``gamma``, the run's size and ``replay`` fields,
     ``anneal_lr`` (refused: its gradient steps per update are the replay ratio's), and its
-    own (``--config.algo.NAME``; the defaults are CleanRL ``dqn_jax.py``'s CartPole ones).
+    own (``--config.algo.NAME``; the defaults are CleanRL ``dqn_jax.py``'s for its classic
+    control runs).
 
     Attributes:
       n_step: steps of the return before bootstrapping (1: one-step DQN).
@@ -180,7 +181,7 @@ class DQN(AlgorithmBase):
                  update: Array) -> tuple[DQNState, DQNState]:
         """The rollout written over the oldest rows of the ring; the source is the state."""
         del update
-        extra = extra.replace(ring=replay.ring_add(extra.ring, data))
+        extra = DQNState(target=extra.target, ring=replay.ring_add(extra.ring, data))
         return extra, extra
 
     def learns(self, extra: DQNState, update: Array) -> Array | bool:
@@ -212,8 +213,8 @@ class DQN(AlgorithmBase):
         learned = self.learns(extra, update - 1)
         moved = optax.incremental_update(params, extra.target, self.tau)
         keep = jnp.logical_and(refresh, learned)
-        return extra.replace(target=jax.tree.map(lambda m, t: jnp.where(keep, m, t),
-                                                 moved, extra.target))
+        return DQNState(target=jax.tree.map(lambda m, t: jnp.where(keep, m, t), moved,
+                                            extra.target), ring=extra.ring)
 
     def split_ready(self, batch: DQNBatch, axis_name: str | None) -> tuple[DQNBatch, "DQN"]:
         """As it is: the loss is a mean over equal columns, so the chunks' mean is it."""

@@ -56,6 +56,8 @@ REMEDIES = {
     "num_envs": lambda c: "lower num_envs or num_steps",
     "num_minibatches": lambda c: ("raise num_minibatches or microbatches (-1: the fewest that "
                                   "fit)"),
+    "replay.capacity": lambda c: (f"lower replay.capacity ({c.replay.capacity} transitions: "
+                                  "the buffer lives in the learner state)"),
 }
 
 
@@ -65,10 +67,11 @@ def field_shares(figure: plan.PlanFigure, config) -> list[tuple[str, float]]:
     sizes), largest first: ``policy_lag`` (the lagged copies of the params),
     ``recurrent_hidden`` for a recurrent agent, else ``network`` (the learner state and a
     gradient), ``num_envs`` (the trajectory), ``num_minibatches`` (the rest of XLA's figure
-    for the update: its temporaries)."""
+    for the update: its temporaries), ``replay.capacity`` (a replay buffer)."""
     core = "recurrent_hidden" if config.recurrent != NO_CORE else "network"
     parts = {"policy_lag": figure.lagged, core: figure.learner_state,
-             "num_envs": figure.trajectory, "num_minibatches": figure.working}
+             "num_envs": figure.trajectory, "num_minibatches": figure.working,
+             "replay.capacity": figure.buffer}
     total = max(sum(parts.values()), 1)
     named = [(field, part / total) for field, part in parts.items()
              if part / total >= SHARE_FLOOR]
@@ -165,12 +168,19 @@ def shape_floor(config, mode: ModeChecks, num_shards: int) -> int:
     init: exact) and its rollout's observations over ``num_shards`` devices (exact; the
     bootstrap step included). A floor under XLA's figure for the compiled program, which
     adds gradients, the trajectory's other fields and temporaries."""
+    return sum(shape_floor_parts(config, mode, num_shards))
+
+
+def shape_floor_parts(config, mode: ModeChecks, num_shards: int) -> tuple[int, int]:
+    """``shape_floor`` in two parts: ``(buffer, rest)``, the algorithm's per-env store (a
+    replay buffer, split with the envs) and everything else, every agent's."""
     spec = mode.spec(config)
     state, traj = plan.program_inputs(plan.UpdateProgram.of(config, spec, mode, 1))
     envs = -(-config.num_envs // max(num_shards, 1))
     obs = plan.tree_bytes((traj.obs, traj.bootstrap_obs)) // config.num_envs
-    per_agent = plan.tree_bytes((state.params, state.opt_state)) + envs * obs
-    return mode.num_agents(config) * per_agent
+    buffer = plan.buffer_bytes(state) // config.num_envs * envs
+    rest = plan.tree_bytes((state.params, state.opt_state)) + envs * obs
+    return mode.num_agents(config) * buffer, mode.num_agents(config) * rest
 
 
 def shape_refusal(config, mode: ModeChecks, num_devices: int,
@@ -180,11 +190,16 @@ def shape_refusal(config, mode: ModeChecks, num_devices: int,
     ``HEADROOM`` of a device (``capacity``, for the devices the mode uses, as
     ``compiled_refusal`` has it); None where it fits. An absurd ``num_seeds`` or sweep is
     refused in seconds this way, where XLA's figure would wait for a compile."""
-    floor = shape_floor(config, mode, num_devices)
+    buffer, rest = shape_floor_parts(config, mode, num_devices)
+    floor = buffer + rest
     cap, device = capacity(config, mode.devices_used(config, num_devices, num_processes))
     if floor <= HEADROOM * cap:
         return None
     agents = mode.num_agents(config)
+    if buffer > rest and (agents == 1 or buffer // agents > HEADROOM * cap):
+        return (f"replay.capacity: the replay buffer needs at least {_size(buffer)} per "
+                f"device by its shapes alone but {device} has {_size(cap)} (a run may use "
+                f"{HEADROOM:.0%}); {REMEDIES['replay.capacity'](config)}" + OVERRIDE)
     if agents > 1:
         return agents_message(floor, cap, device, agents, agent_fields(config),
                               "params, optimizer state and rollout observations, from their "

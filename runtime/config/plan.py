@@ -30,7 +30,7 @@ from rlcore.learner import init_learner_state, make_update_fn_for, own_state_ini
 from rlcore.networks import initial_core
 from rlcore.normalize import observer
 from rlcore.optim import optimizer_for
-from rlcore.types import EnvSpec, LearnerState, Trajectory, state_partition
+from rlcore.types import ByEnv, EnvSpec, LearnerState, Trajectory, state_partition
 from runtime.config.agent import NetworkChoice, network_of
 from runtime.config.fields import hparams_of
 from runtime.config.memory import HEADROOM, CompiledMemory, plan_capacity
@@ -63,6 +63,13 @@ def tree_bytes(tree) -> int:
     """Bytes of every array (or ShapeDtypeStruct) leaf of ``tree``."""
     return sum(int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize
                for x in jax.tree.leaves(tree))
+
+
+def buffer_bytes(state) -> int:
+    """Bytes of the per-env stores (``rlcore.types.ByEnv``: a replay buffer) in a learner
+    state's algorithm-own part (``LearnerState.extra``); 0 where it has none."""
+    leaves = jax.tree.leaves(state.extra, is_leaf=lambda x: isinstance(x, ByEnv))
+    return sum(tree_bytes(x.data) for x in leaves if isinstance(x, ByEnv))
 
 
 def trajectory_shapes(spec: EnvSpec, t: int, n: int, *, with_value: bool, core=None,
@@ -195,17 +202,21 @@ class PlanFigure:
         minibatch and activations, the algorithm's passes over the rollout) and outputs
         beyond the donated state.
       lagged: the lagged copies of the params an Anakin run acts with (exact).
+      buffer: the algorithm's per-env store, a replay buffer (exact; not in
+        ``learner_state``).
     """
 
     learner_state: int
     trajectory: int
     working: int
     lagged: int = 0
+    buffer: int = 0
 
     @property
     def total(self) -> int:
         """Every part."""
-        return self.learner_state + self.trajectory + self.working + self.lagged
+        return (self.learner_state + self.trajectory + self.working + self.lagged
+                + self.buffer)
 
 
 def plan_figure(config, program: UpdateProgram, plan: UpdatePlan,
@@ -218,11 +229,12 @@ def plan_figure(config, program: UpdateProgram, plan: UpdatePlan,
         return None
     state, traj = program_inputs(program)
     params, agents = tree_bytes(state.params), mode.num_agents(config)
-    inputs = tree_bytes(state) + tree_bytes(traj)
-    return PlanFigure(learner_state=agents * (tree_bytes(state) + params),
+    inputs, buffer = tree_bytes(state) + tree_bytes(traj), buffer_bytes(state)
+    return PlanFigure(learner_state=agents * (tree_bytes(state) - buffer + params),
                       trajectory=agents * tree_bytes(traj),
                       working=agents * max(used.total - inputs - params, 0),
-                      lagged=agents * mode.params_ring(config) * params)
+                      lagged=agents * mode.params_ring(config) * params,
+                      buffer=agents * buffer)
 
 
 def candidates(config, num_shards: int, platform: str) -> tuple[list[int], list[int]]:

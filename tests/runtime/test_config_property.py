@@ -60,7 +60,7 @@ def sebulba_config() -> ml_collections.ConfigDict:
 
 BASE = {"anakin": anakin_config, "sebulba": sebulba_config}
 _DEFAULTS = anakin_config()
-SUBCONFIGS = ("debug", "sweep", "algo", "pbt", "env_kwargs")
+SUBCONFIGS = ("debug", "sweep", "algo", "pbt", "env_kwargs", "replay")
 
 
 def _kind(value) -> str:

@@ -57,7 +57,7 @@ BAD = [
     _row("anakin", "seed", True, "must be an integer"),
     _row("sebulba", "seed", 2**31, "must be an integer in [0, "),
     _row("anakin", "algorithm", "a2c",
-         "must be one of ppo, impala, pqn, or an import path PACKAGE.MODULE:NAME, got 'a2c'"),
+         "must be one of ppo, impala, pqn, dqn, or an import path PACKAGE.MODULE:NAME, got 'a2c'"),
     _row("anakin", "network", "transformer", "must be one of mlp, nature_cnn, impala_resnet"),
     _row("anakin", "optimizer", "sgd", "must be one of adam, radam, rmsprop, got 'sgd'"),
     _row("anakin", "total_env_steps", 0, "must be a positive integer, got 0"),
@@ -274,7 +274,8 @@ def test_every_runnable_config_is_listed():
               "masked_cartpole_ppo", "pendulum_ppo", "halfcheetah_ppo",
               "brax_inverted_pendulum_ppo", "brax_hopper_ppo", "craftax_classic_ppo_rnn",
               "doorkey_ppo_rnn", "snake_ppo", "playground_cartpole_balance_ppo",
-              "cartpole_pqn", "minatar_breakout_pqn", "atari_pqn", "atari_pqn_2core"}
+              "cartpole_pqn", "minatar_breakout_pqn", "atari_pqn", "atari_pqn_2core",
+              "cartpole_dqn"}
     found = {p.stem for p in (ROOT / "configs").glob("*.py") if p.stem != "__init__"}
     assert found == listed
 

@@ -10,6 +10,7 @@ import pytest
 
 from configs import base
 from rlcore.hparams import SCALARS, HParams
+from rlcore.replay import ReplaySettings
 from runtime.config import fields
 
 ROWS = {f.name: f for f in fields.FIELDS}
@@ -75,6 +76,8 @@ def test_hparams_of_reads_every_record_field_from_the_config():
         want = 1e-3 if f.name == "learning_rate" else config[f.name]
         if f.name == "algo":  # the sub-config as a dict of the own hyperparameters
             want = dict(config.algo)
+        if f.name == "replay":  # the sub-config as its record
+            want = ReplaySettings(**config.replay)
         assert getattr(hp, f.name) == want and type(getattr(hp, f.name)) is type(want)
 
 
