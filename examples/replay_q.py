@@ -30,9 +30,9 @@ from flax import struct
 from rlcore.algorithms.base import MEAN, SAMPLES, AlgorithmBase, Schedule, require_unit
 from rlcore.distributions import Distribution, epsilon_greedy
 from rlcore.errors import ConfigError
-from rlcore.replay import replay_indices
 from rlcore.losses import LossMetrics
 from rlcore.networks import QHead
+from rlcore.replay import replay_indices
 from rlcore.staleness import NONE
 from rlcore.types import ApplyFn, Array, ByEnv, EnvSpec, Params, PRNGKey, Trajectory, take_envs
 

@@ -251,3 +251,22 @@ def cell_config(cell):
     c = importlib.import_module(f"configs.{cell.config[:-3]}").get_config()
     c.update_from_flattened_dict(dict(cell.overrides))
     return c
+
+
+def assert_refused_before_running(main, argv: list[str], flag: str, out, capsys,
+                                  monkeypatch) -> None:
+    """``main(argv)`` (a benchmark command's) exits 2 with one ``config error: <flag>:`` line
+    on stderr, nothing on stdout, no subprocess started and no ``out`` directory made."""
+    import subprocess
+
+    import pytest
+
+    ran = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"config error: {flag}:"), err
+    assert captured.out == "" and ran == [] and not out.exists()

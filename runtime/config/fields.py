@@ -36,9 +36,9 @@ import ml_collections
 
 from rlcore.algorithms import REGISTRY as ALGORITHMS
 from rlcore.hparams import HParams
-from rlcore.replay import ReplaySettings
 from rlcore.networks import CORES, NETWORKS
 from rlcore.optim import OPTIMIZERS
+from rlcore.replay import ReplaySettings
 from rlcore.seeding import MAX_EVAL_ENVS
 
 BOOL, INT, NUMBER, STR, TUPLE, CONFIG = KINDS = (

@@ -320,8 +320,8 @@ def validate_fields(config) -> None:
 
 def _validate_structure(config) -> None:
     """No former field name (``runtime.config.fields.RENAMED``); the sub-configs the mode checks
-    read: ``debug`` with its knobs, ``pbt`` and ``replay`` with their fields, and ``sweep`` (where the config
-    has one) with a tuple of values, or None, per field."""
+    read: ``debug`` with its knobs, ``pbt`` and ``replay`` with their fields, and ``sweep``
+    (where the config has one) with a tuple of values, or None, per field."""
     for old in RENAMED:
         require(old not in config, old, renamed(old))
     debug = config.get("debug")

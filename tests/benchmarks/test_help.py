@@ -90,6 +90,7 @@ BAD_FLAGS = [
     ("minatar_breakout", ["--select=no-equals"], "--select"),
     ("pbt_study", ["--studies=bogus"], "--studies"),
     ("peer_ppo", ["--peer_dir=OUT/missing"], "--peer_dir"),
+    ("peer_dqn", ["--peer_python=OUT/missing", "--peer_dir=OUT", "--out=OUT"], "--peer_python"),
     ("peer_pqn", ["--peer_python=OUT/missing", "--peer_dir=OUT", "--out=OUT"], "--peer_python"),
     ("sebulba_throughput", ["--splits=bogus"], "--splits"),
     ("sebulba_throughput", ["--num_envs=0"], "--num_envs"),

@@ -4,12 +4,11 @@ on both sides) on made-up rows (the runs themselves need the peer's environment)
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from benchmarks import peer_pqn
 from rlcore.numbers import readable
+from tests.helpers import assert_refused_before_running
 
 
 @pytest.fixture
@@ -46,15 +45,8 @@ def test_bad_flags_are_one_line_exit_2_and_nothing_runs(good, argv, flag, tmp_pa
     fill = {"MISSING": str(tmp_path / "missing"), "EMPTY": str(tmp_path / "empty")}
     argv = [f"{name}={fill.get(value, value)}" for name, value in
             (a.split("=", 1) for a in argv)]
-    ran = []
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
-    with pytest.raises(SystemExit) as exited:
-        peer_pqn.main([*good, *argv])
-    assert exited.value.code == 2
-    captured = capsys.readouterr()
-    err = captured.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"config error: {flag}:"), err
-    assert captured.out == "" and ran == [] and not (tmp_path / "out").exists()
+    assert_refused_before_running(peer_pqn.main, [*good, *argv], flag, tmp_path / "out", capsys,
+                                  monkeypatch)
 
 
 def test_a_missing_peer_dir_flag_is_one_line_exit_2(good, capsys):

@@ -1,0 +1,3 @@
+"""``torch.utils.tensorboard.SummaryWriter``: tensorboardX's."""
+
+from tensorboardX import SummaryWriter  # noqa: F401
