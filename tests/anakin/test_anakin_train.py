@@ -200,7 +200,7 @@ def test_one_vs_four_devices(algorithm, lag):
 @pytest.mark.parametrize("override, field", [
     ("--config.env_id=CartPol-v1", "env_id"),
     ("--config.num_minibatches=3", "num_minibatches"),
-    ("--config.algorithm=dqn", "algorithm"),
+    ("--config.algorithm=sarsa", "algorithm"),
     ("--config.learning_rate=-1.0", "learning_rate"),
     ("--config.env_id=Breakout-v5", "env_id"),
     ("--config.debug.nope=1", "debug.nope"),  # unknown fields named by their whole path

@@ -154,6 +154,7 @@ def test_craftax_lazy_reset_draws_each_envs_own_world():
 
 
 @needs("craftax")
+@pytest.mark.slow  # 20-30 s (the default tier's last 12 minutes)
 def test_craftax_classic_in_anakin_logs_achievements(monkeypatch):
     """configs/craftax_classic_ppo_rnn.py (GRU agent) at a tiny size with a 10-step time
     limit: every env's episodes are cut at 10 steps (truncated, reset in the same step), and
@@ -265,6 +266,7 @@ def test_playground_ids_are_its_dm_control_tasks():
 
 
 @needs("playground")
+@pytest.mark.slow  # 20-40 s (the default tier's last 12 minutes)
 def test_playground_cartpole_balance_in_anakin(monkeypatch):
     """configs/playground_cartpole_balance_ppo.py at a tiny size with a 10-step limit: 5
     observations, one action in [-1, 1]; every episode is cut at 10 steps (the cart does
