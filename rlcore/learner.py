@@ -323,13 +323,8 @@ def make_update_fn(algorithm: Algorithm, apply_fn: ApplyFn,
             return carry, jax.tree.map(jnp.mean, metrics)
 
         learns = getattr(algorithm, "learns", lambda extra, update: True)(extra, state.update)
-        carry = (state.params, state.opt_state)
-        if learns is True:  # every update learns: the steps as they are, no branch
-            (params, opt_state), metrics = steps(carry)
-        else:  # e.g. a replay buffer's warm-up: the steps skipped, metrics zero
-            zeros = lambda c: (c, jax.tree.map(  # noqa: E731
-                lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(steps, c)[1]))
-            (params, opt_state), metrics = jax.lax.cond(learns, steps, zeros, carry)
+        (params, opt_state), metrics = run_or_skip(learns, steps,
+                                                   (state.params, state.opt_state))
         if observe is not None:
             params = observe(params, trajectory, axis_name)
         extra = algorithm.after_update(extra, params, state.update + 1)
@@ -337,6 +332,21 @@ def make_update_fn(algorithm: Algorithm, apply_fn: ApplyFn,
                             extra=extra), metrics
 
     return update
+
+
+def run_or_skip(learns: Array | bool, steps: Callable[[Any], tuple[Any, Any]],
+                carry: Any) -> tuple[Any, Any]:
+    """``steps(carry) -> (carry, metrics)``; where ``learns`` (``Algorithm.learns``) is a
+    traced bool, under one ``lax.cond`` whose other branch skips them (the carry as it is,
+    the metrics zero: a replay buffer's warm-up); ``True`` runs them with no branch."""
+    if learns is True:
+        return steps(carry)
+
+    def skip(c: Any) -> tuple[Any, Any]:
+        shapes = jax.eval_shape(steps, c)[1]
+        return c, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    return jax.lax.cond(learns, steps, skip, carry)
 
 
 def make_update_fn_for(hp: HParams, apply_fn: ApplyFn,

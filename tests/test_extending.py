@@ -378,6 +378,7 @@ def test_a_gymnax_subclass_trains_as_the_built_in_env(user_package, tmp_path):
         (lr, s) for lr in (5e-4, 1e-3) for s in (0, 1)}
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_the_commands_run_a_package_outside_the_repository(user_package, tmp_path):
     """Anakin trains the corridor, resumes it and evaluates it; Sebulba trains it on a host
     CPU device; a bad path exits 2 in one line before anything compiles."""

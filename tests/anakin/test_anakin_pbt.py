@@ -128,6 +128,7 @@ def _logged_update(workdir) -> int:
     return max((json.loads(ln)["update"] for ln in lines if ln.strip()), default=0)
 
 
+@pytest.mark.slow  # 20-35 s (the default tier's 12 minutes)
 def test_a_kill_and_the_same_command_give_the_uninterrupted_history(tmp_path):
     """kill -9 once 12 updates are logged (calls held 0.3 s), then the same command: the
     metrics (clock keys aside) and ``pbt.jsonl`` equal an uninterrupted run's, although

@@ -143,6 +143,7 @@ def test_a_lagged_run_logs_its_lag_in_the_metrics_and_on_the_console(capfd):
                                      mesh=one_device_mesh())[0]
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_summary_after_an_extension_covers_the_whole_run(tmp_path):
     """A run extended by a second command: its summary reads the whole metrics.jsonl (the
     first command's lines too), gives the evaluation returns and the next commands."""
@@ -238,6 +239,7 @@ def test_sigterm_checkpoints_then_exits_143(tmp_path):
     assert read_metrics(tmp_path)[-1]["update"] <= steps[-1]
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_a_kill_after_the_wall_clock_checkpoint_cadence_loses_at_most_one_cadence(tmp_path):
     """No update cadence (``checkpoint_every=0``), a wall-clock one of 1.2 s, calls of one
     update held 0.3 s: kill -9 once 12 updates are logged leaves a checkpoint at most one

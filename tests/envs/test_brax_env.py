@@ -76,6 +76,7 @@ def test_falling_pole_terminates_and_actions_are_clipped(pendulum):
     np.testing.assert_array_equal(clipped.obs, ts.obs)
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_observation_size_from_a_traced_reset_is_braxs_own():
     """``observation_size`` traces the reset; Brax's property runs it (seconds of one-op
     compiles): the same length."""

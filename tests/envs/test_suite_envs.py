@@ -358,7 +358,8 @@ def test_suite_in_anakin_with_seeds_and_video(module, limit, library, tmp_path, 
 
 
 @pytest.mark.parametrize("module, limit, library", [
-    SUITE_CONFIGS[1], SUITE_CONFIGS[2], SUITE_CONFIGS[3],
+    SUITE_CONFIGS[1], SUITE_CONFIGS[2],
+    pytest.param(*SUITE_CONFIGS[3].values, marks=pytest.mark.slow, id="playground"),  # 24 s
     pytest.param(*SUITE_CONFIGS[0].values, marks=pytest.mark.slow, id="craftax")])
 def test_suite_steps_in_shard_map_equal_plain_jit(module, limit, library):
     """The suite's steps inside ``shard_map`` (Anakin's, where envs/vma.py's stand-ins act)

@@ -94,6 +94,7 @@ def test_trim_removes_least_recently_used_first(tmp_path):
     assert xla_flags.trim_cache(str(tmp_path / "missing"), 0) == []
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_warm_cache_changes_no_result_and_compiles_less(tmp_path):
     """Two equal tiny Anakin runs on one fresh cache: the first writes the programs, the
     second loads them (its compile is shorter) and logs the same metrics, clock keys
@@ -148,6 +149,7 @@ def test_a_longer_run_or_an_extension_compiles_nothing_new(tmp_path):
         assert {e for e in os.listdir(cache) if e.startswith("jit__device_call-")} == calls
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_sebulba_longer_run_or_extension_loads_its_learner_step(tmp_path):
     """Sebulba's learner step takes the run's length as an argument too: a longer run on a
     warm cache and the extension of a finished run load it (no new entry of its program)

@@ -111,6 +111,7 @@ def _damage(workdir, step: int) -> str:
     return step_dir
 
 
+@pytest.mark.slow  # 20-30 s (the default tier's 12 minutes)
 def test_damaged_latest_checkpoint_resumes_from_the_previous(tmp_path):
     args = [CONFIG, *TINY, _steps(6), f"--workdir={tmp_path}"]
     first = run_entry("anakin.main", args, timeout_s=120)

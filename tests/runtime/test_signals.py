@@ -149,6 +149,7 @@ LONG_CALLS = ["-m", "anakin.main", "--config=configs/cartpole_ppo.py",
               "--config.num_devices=1"]
 
 
+@pytest.mark.slow  # 25-50 s (the default tier's 12 minutes)
 def test_a_signal_during_a_call_longer_than_the_grace_saves_it_and_resumes_exactly(tmp_path):
     """SIGTERM 2 s into the second call (updates 3-4, 12 s long, past ``GRACE_S``): the
     call finishes, update 4 is checkpointed, exit 143 with one line saying so; the same
