@@ -124,6 +124,7 @@ def _help(module: str) -> tuple[str, int | None, str]:
     return module, proc.returncode, (proc.stdout + proc.stderr)[-1000:]
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_every_named_command_answers_help():
     """Each distinct ``python -m MODULE`` of ours in the docs exits 0 on ``--help`` (two at a
     time: most import JAX)."""

@@ -38,6 +38,7 @@ def _command(module: str, config: str, args: list[str], cwd, timeout_s: float = 
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_the_examples_run_from_the_command_line_in_both_architectures(examples, tmp_path):
     """A few updates each; DPO's own hyperparameters land in config.json."""
     import json

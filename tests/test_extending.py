@@ -589,6 +589,7 @@ def test_your_algorithm_goes_the_built_in_way(user_package, tmp_path):
     assert saved["sweep"]["algo"] == {"ent_scale": []}
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_its_hyperparameters_are_set_swept_and_checked_from_the_command_line(user_package,
                                                                             tmp_path):
     """``--config.algo.NAME`` sets one, ``--config.sweep.algo.NAME`` sweeps a float one (each

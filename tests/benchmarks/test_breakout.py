@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.helpers import REPO, checkpoint_steps, entry_env
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_sigterm_to_the_driver_stops_its_run_with_a_checkpoint(tmp_path):
     """SIGTERM to ``python -m benchmarks.breakout`` (here on the Sebulba CartPole config with
     a line every update, so that it logs within seconds): the run checkpoints and exits 143,

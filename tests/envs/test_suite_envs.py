@@ -211,6 +211,7 @@ def test_xminigrid_ids_are_its_minigrid_tasks():
     assert set(XMINIGRID_IDS) == tasks
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 @needs("xminigrid")
 def test_xminigrid_doorkey_in_anakin(monkeypatch):
     """configs/doorkey_ppo_rnn.py (GRU agent) at a tiny size with a 10-step time limit: the

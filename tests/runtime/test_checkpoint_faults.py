@@ -87,6 +87,7 @@ def _save_until_killed(workdir, rng, timeout_s: float = 60) -> tuple[int, float]
     return int(saved[-1][1]), seconds
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 @pytest.mark.optimized
 def test_sigkill_during_saves_leaves_the_latest_step_restorable(tmp_path):
     rng = np.random.default_rng(0)

@@ -368,6 +368,7 @@ def test_cpu_threads_reach_xla(module, args, expected):
     assert proc.stdout.split("\n")[-2] == expected.format(cores=cores)
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_deterministic_run_on_cpu_is_reproducible(tmp_path):
     """``--config.deterministic=True`` starts on CPU (XLA takes the GPU flag) and two runs
     of one seed log the same metrics."""

@@ -175,6 +175,7 @@ def _tmpfs(path, size: str):
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_full_disk_is_one_line_naming_the_path(tmp_path):
     with _tmpfs(tmp_path / "disk", "1m") as disk:
         workdir = disk / "run"

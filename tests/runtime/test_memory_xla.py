@@ -95,6 +95,7 @@ def test_agents_refused_naming_the_sweep_and_num_seeds(tmp_path):
         anakin_train.train(c, str(tmp_path))
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_big_recurrent_core_refused_naming_recurrent_hidden(tmp_path):
     """A GRU of 1024 units on 4 envs: its params and optimizer state are most of the
     figure, so the line leads with recurrent_hidden, not num_envs."""

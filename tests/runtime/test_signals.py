@@ -208,6 +208,7 @@ def _assert_brax_stops_cleanly(delays: list[float], tmp_path) -> None:
             delay, returncode, err)
 
 
+@pytest.mark.slow  # 15-25 s (the default tier's 12 minutes)
 def test_sigterm_before_a_brax_runs_first_update_exits_143(tmp_path):
     _assert_brax_stops_cleanly([2.0, 12.0], tmp_path)
 
