@@ -48,7 +48,7 @@ test: $(STAMP)
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP)
-	@echo "make test-slow: the long tier, about 11 minutes on a quiet 2-core host (a progress line every 30 s)"
+	@echo "make test-slow: the long tier, about 24 minutes on a quiet 2-core host (a progress line every 30 s)"
 	$(PYTEST) -m slow tests
 
 # The newest stack (CI's third tier): its own venv, .venv-newest, with the newest Python >= 3.12
