@@ -128,7 +128,7 @@ def run_once(runner: Runner, label: str, cmd: list[str], log: str, reuse: bool,
              env: dict, cwd: str | None = None) -> None:
     """``cmd`` into ``log``, reused where ``log + '.cmd'`` holds ``cmd`` and it finished."""
     stamp = log + ".cmd"
-    if reuse and os.path.exists(stamp) and open(stamp).read() == json.dumps(cmd):
+    if reuse and peer_pqn._read_json(stamp) == cmd:
         return runner.reused(label, cmd, cwd)
     runner.run(label, cmd, log, cwd=cwd, env=env)
     with open(stamp, "w") as f:
